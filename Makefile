@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: GPL-2.0
+# devtcp top-level build.
+#
+#   make            provision the test kernel (once), build devtcp.ko and user space
+#   make check      host tests + VM selftests; ends with "N passed, N failed"
+#   make demo       bring up a devtcp NIC pair in the VM and move data over it
+#   make checkpatch checkpatch.pl --strict over the kernel sources
+#
+# Building for a real host's running kernel instead of the test kernel:
+#   make -C kernel KDIR=/lib/modules/$(uname -r)/build
+
+MODULE_DIRS := kernel selftests/harness/warn
+
+all: modules userspace
+
+provision:
+	@selftests/vm/provision
+
+modules: provision
+	@for d in $(MODULE_DIRS); do \
+		selftests/vm/kbuild $$d -s || exit 1; \
+	done
+
+userspace:
+	@$(MAKE) -s -C userspace
+
+check: all
+	@selftests/check
+
+demo: all
+	@selftests/vm/run -- selftests/demo.sh
+
+checkpatch: provision
+	@selftests/checkpatch.sh
+
+clean:
+	@if [ -d build/vm ]; then \
+		for d in $(MODULE_DIRS); do selftests/vm/kbuild $$d clean -s; done; \
+	fi
+	@$(MAKE) -s -C userspace clean
+
+.PHONY: all provision modules userspace check demo checkpatch clean
