@@ -23,6 +23,7 @@ modules: provision
 
 userspace:
 	@$(MAKE) -s -C userspace
+	@$(MAKE) -s -C selftests/net
 
 check: all
 	@selftests/check
@@ -38,5 +39,6 @@ clean:
 		for d in $(MODULE_DIRS); do selftests/vm/kbuild $$d clean -s; done; \
 	fi
 	@$(MAKE) -s -C userspace clean
+	@$(MAKE) -s -C selftests/net clean
 
 .PHONY: all provision modules userspace check demo checkpatch clean

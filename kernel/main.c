@@ -2,16 +2,52 @@
 /*
  * devtcp: a software multi-queue NIC pair whose payload path feeds the
  * kernel's devmem memory provider.
+ *
+ * The module owns one platform device with a 64-bit DMA mask: it is the
+ * parent of every devtcp netdev, so buffers are DMA-mapped as for a real NIC
+ * (without an IOMMU, DMA addresses are physical addresses).
  */
+#include <linux/dma-mapping.h>
 #include <linux/module.h>
+#include <linux/platform_device.h>
+#include <net/rtnetlink.h>
+
+#include "devtcp.h"
+
+static struct platform_device *devtcp_pdev;
+
+struct device *devtcp_dma_dev(void)
+{
+	return &devtcp_pdev->dev;
+}
 
 static int __init devtcp_init(void)
 {
+	int err;
+
+	devtcp_pdev = platform_device_register_simple("devtcp", PLATFORM_DEVID_NONE,
+						      NULL, 0);
+	if (IS_ERR(devtcp_pdev))
+		return PTR_ERR(devtcp_pdev);
+
+	err = dma_coerce_mask_and_coherent(&devtcp_pdev->dev, DMA_BIT_MASK(64));
+	if (err)
+		goto err_pdev;
+
+	err = devtcp_link_init();
+	if (err)
+		goto err_pdev;
 	return 0;
+
+err_pdev:
+	platform_device_unregister(devtcp_pdev);
+	return err;
 }
 
 static void __exit devtcp_exit(void)
 {
+	devtcp_link_exit();
+	platform_device_unregister(devtcp_pdev);
 }
 
 module_init(devtcp_init);
@@ -19,3 +55,4 @@ module_exit(devtcp_exit);
 
 MODULE_DESCRIPTION("devtcp: software NIC for device-memory TCP");
 MODULE_LICENSE("GPL");
+MODULE_ALIAS_RTNL_LINK("devtcp");

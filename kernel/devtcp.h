@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * devtcp: a pair of connected multi-queue Ethernet devices. A frame sent on
+ * one end is classified by the other end's "hardware" (RSS) onto one of its
+ * RX queues and copied by the device model into that queue's page pool
+ * buffers, with TCP headers split from payload when header split is on.
+ */
+#ifndef _DEVTCP_H
+#define _DEVTCP_H
+
+#include <linux/netdevice.h>
+#include <linux/ptr_ring.h>
+#include <linux/u64_stats_sync.h>
+
+#define DEVTCP_DEFAULT_QUEUES	8
+#define DEVTCP_MAX_QUEUES	64
+#define DEVTCP_MAX_MTU		9000
+
+#define DEVTCP_RING_DEFAULT	1024
+#define DEVTCP_RING_MIN		64
+#define DEVTCP_RING_MAX		4096
+
+/* Header buffers: 2 KiB page pool fragments holding an skb head. */
+#define DEVTCP_HDR_BUF_SIZE	2048
+#define DEVTCP_HDR_HEADROOM	(NET_SKB_PAD + NET_IP_ALIGN)
+#define DEVTCP_HDR_ROOM		(DEVTCP_HDR_BUF_SIZE - DEVTCP_HDR_HEADROOM - \
+				 SKB_DATA_ALIGN(sizeof(struct skb_shared_info)))
+#define DEVTCP_HDS_THRESH_MAX	1024
+
+#define DEVTCP_RSS_KEY_SIZE	40
+#define DEVTCP_RSS_INDIR_SIZE	128
+
+struct devtcp_priv;
+
+struct devtcp_rxq_stats {
+	u64 packets;
+	u64 bytes;
+	u64 split_packets;	/* frames whose payload went to payload buffers */
+	u64 alloc_fail;		/* frames dropped: no buffer */
+	struct u64_stats_sync syncp;
+};
+
+/* Memory of an RX queue, replaced as a whole when the queue restarts. */
+struct devtcp_rx_mem {
+	struct page_pool *hdr_pool;	/* host memory, skb heads */
+	struct page_pool *data_pool;	/* payload; may be unreadable (devmem) */
+};
+
+struct devtcp_rxq {
+	struct devtcp_priv *priv;
+	struct napi_struct napi;
+	struct ptr_ring wire;		/* frames from the peer, not yet received */
+	struct devtcp_rx_mem mem;
+	bool sender_stopped;		/* a peer TX queue waits for wire space */
+	struct devtcp_rxq_stats stats;
+	u32 idx;
+};
+
+struct devtcp_txq_stats {
+	u64 packets;
+	u64 bytes;
+	u64 dropped;		/* peer down or frame unusable */
+	u64 stopped;		/* times a full peer RX ring stopped the queue */
+	struct u64_stats_sync syncp;
+};
+
+struct devtcp_txq {
+	struct devtcp_txq_stats stats;
+};
+
+struct devtcp_rss {
+	u8 key[DEVTCP_RSS_KEY_SIZE];
+	u32 indir[DEVTCP_RSS_INDIR_SIZE];
+};
+
+struct devtcp_priv {
+	struct net_device *dev;
+	struct net_device __rcu *peer;
+	struct devtcp_rxq *rxq;		/* dev->num_rx_queues entries */
+	struct devtcp_txq *txq;		/* dev->num_tx_queues entries */
+	u32 rx_ring_size;
+	u32 tx_ring_size;
+	bool hds;			/* header split on */
+	u32 hds_thresh;
+	struct devtcp_rss rss;
+	bool up;			/* queues are running */
+};
+
+/* main.c */
+struct device *devtcp_dma_dev(void);
+
+/* link.c */
+int devtcp_link_init(void);
+void devtcp_link_exit(void);
+int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels);
+
+/* rx.c */
+int devtcp_rxq_open(struct devtcp_rxq *rxq);
+void devtcp_rxq_close(struct devtcp_rxq *rxq);
+int devtcp_rx_poll(struct napi_struct *napi, int budget);
+
+/* tx.c */
+netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev);
+
+/* rss.c */
+void devtcp_rss_init(struct devtcp_priv *priv);
+void devtcp_rss_reset_indir(struct devtcp_priv *priv, u32 channels);
+u32 devtcp_toeplitz(const u8 *key, const u8 *data, unsigned int len);
+
+/* ethtool.c */
+extern const struct ethtool_ops devtcp_ethtool_ops;
+
+#endif /* _DEVTCP_H */

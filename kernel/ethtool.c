@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ethtool: driver info, channels, rings and header split, RSS, statistics. */
+#include <linux/ethtool.h>
+#include <linux/netdevice.h>
+#include <net/netdev_queues.h>
+
+#include "devtcp.h"
+
+static void devtcp_get_drvinfo(struct net_device *dev, struct ethtool_drvinfo *info)
+{
+	strscpy(info->driver, "devtcp", sizeof(info->driver));
+	strscpy(info->bus_info, dev_name(devtcp_dma_dev()), sizeof(info->bus_info));
+}
+
+static void devtcp_get_channels(struct net_device *dev, struct ethtool_channels *ch)
+{
+	ch->max_combined = dev->num_rx_queues;
+	ch->combined_count = dev->real_num_rx_queues;
+}
+
+static int devtcp_set_channels(struct net_device *dev, struct ethtool_channels *ch)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+
+	/* The core has checked the range and the RSS table against the count. */
+	if (ch->combined_count == dev->real_num_rx_queues)
+		return 0;
+	return devtcp_queues_restart(priv, ch->combined_count);
+}
+
+static void devtcp_get_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
+				 struct kernel_ethtool_ringparam *kring,
+				 struct netlink_ext_ack *extack)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+
+	ring->rx_max_pending = DEVTCP_RING_MAX;
+	ring->tx_max_pending = DEVTCP_RING_MAX;
+	ring->rx_pending = priv->rx_ring_size;
+	ring->tx_pending = priv->tx_ring_size;
+	kring->tcp_data_split = priv->hds ? ETHTOOL_TCP_DATA_SPLIT_ENABLED :
+					    ETHTOOL_TCP_DATA_SPLIT_DISABLED;
+	kring->hds_thresh = priv->hds_thresh;
+	kring->hds_thresh_max = DEVTCP_HDS_THRESH_MAX;
+}
+
+static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
+				struct kernel_ethtool_ringparam *kring,
+				struct netlink_ext_ack *extack)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	u32 old_rx = priv->rx_ring_size, old_tx = priv->tx_ring_size;
+	u32 old_thresh = priv->hds_thresh;
+	bool old_hds = priv->hds;
+	int err;
+
+	if (ring->rx_pending < DEVTCP_RING_MIN || ring->tx_pending < DEVTCP_RING_MIN) {
+		NL_SET_ERR_MSG_FMT(extack, "ring sizes must be at least %d", DEVTCP_RING_MIN);
+		return -EINVAL;
+	}
+	/* The core has checked the maximums and hds-thresh <= hds_thresh_max. */
+	priv->rx_ring_size = ring->rx_pending;
+	priv->tx_ring_size = ring->tx_pending;
+	/* "auto" means on: the device can always split. */
+	priv->hds = kring->tcp_data_split != ETHTOOL_TCP_DATA_SPLIT_DISABLED;
+	priv->hds_thresh = kring->hds_thresh;
+	dev->tx_queue_len = priv->tx_ring_size;
+
+	err = devtcp_queues_restart(priv, dev->real_num_rx_queues);
+	if (err) {
+		priv->rx_ring_size = old_rx;
+		priv->tx_ring_size = old_tx;
+		priv->hds = old_hds;
+		priv->hds_thresh = old_thresh;
+		dev->tx_queue_len = old_tx;
+		NL_SET_ERR_MSG(extack, "cannot restart the queues with the new rings");
+		devtcp_queues_restart(priv, dev->real_num_rx_queues);
+	}
+	return err;
+}
+
+static u32 devtcp_get_rx_ring_count(struct net_device *dev)
+{
+	return dev->real_num_rx_queues;
+}
+
+static u32 devtcp_get_rxfh_key_size(struct net_device *dev)
+{
+	return DEVTCP_RSS_KEY_SIZE;
+}
+
+static u32 devtcp_get_rxfh_indir_size(struct net_device *dev)
+{
+	return DEVTCP_RSS_INDIR_SIZE;
+}
+
+static int devtcp_get_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rxfh)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+
+	rxfh->hfunc = ETH_RSS_HASH_TOP;
+	if (rxfh->indir)
+		memcpy(rxfh->indir, priv->rss.indir, sizeof(priv->rss.indir));
+	if (rxfh->key)
+		memcpy(rxfh->key, priv->rss.key, sizeof(priv->rss.key));
+	return 0;
+}
+
+static int devtcp_set_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rxfh,
+			   struct netlink_ext_ack *extack)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	int i;
+
+	if (rxfh->hfunc != ETH_RSS_HASH_NO_CHANGE && rxfh->hfunc != ETH_RSS_HASH_TOP) {
+		NL_SET_ERR_MSG(extack, "devtcp hashes with Toeplitz only");
+		return -EOPNOTSUPP;
+	}
+	/* The core has checked every entry against the channel count. */
+	if (rxfh->indir)
+		for (i = 0; i < DEVTCP_RSS_INDIR_SIZE; i++)
+			WRITE_ONCE(priv->rss.indir[i], rxfh->indir[i]);
+	if (rxfh->key)
+		memcpy(priv->rss.key, rxfh->key, sizeof(priv->rss.key));
+	return 0;
+}
+
+static const char devtcp_rxq_stat_names[][ETH_GSTRING_LEN] = {
+	"packets", "bytes", "split_packets", "alloc_fail",
+};
+
+static const char devtcp_txq_stat_names[][ETH_GSTRING_LEN] = {
+	"packets", "bytes", "dropped", "stopped",
+};
+
+#define DEVTCP_RXQ_STATS ARRAY_SIZE(devtcp_rxq_stat_names)
+#define DEVTCP_TXQ_STATS ARRAY_SIZE(devtcp_txq_stat_names)
+
+static int devtcp_get_sset_count(struct net_device *dev, int sset)
+{
+	if (sset != ETH_SS_STATS)
+		return -EOPNOTSUPP;
+	return dev->real_num_rx_queues * DEVTCP_RXQ_STATS +
+	       dev->real_num_tx_queues * DEVTCP_TXQ_STATS;
+}
+
+static void devtcp_get_strings(struct net_device *dev, u32 sset, u8 *data)
+{
+	int q, i;
+
+	if (sset != ETH_SS_STATS)
+		return;
+	for (q = 0; q < dev->real_num_rx_queues; q++)
+		for (i = 0; i < DEVTCP_RXQ_STATS; i++)
+			ethtool_sprintf(&data, "rx%d_%s", q, devtcp_rxq_stat_names[i]);
+	for (q = 0; q < dev->real_num_tx_queues; q++)
+		for (i = 0; i < DEVTCP_TXQ_STATS; i++)
+			ethtool_sprintf(&data, "tx%d_%s", q, devtcp_txq_stat_names[i]);
+}
+
+static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stats *stats,
+				     u64 *data)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	unsigned int start;
+	int q;
+
+	for (q = 0; q < dev->real_num_rx_queues; q++) {
+		struct devtcp_rxq_stats *s = &priv->rxq[q].stats;
+
+		do {
+			start = u64_stats_fetch_begin(&s->syncp);
+			data[0] = s->packets;
+			data[1] = s->bytes;
+			data[2] = s->split_packets;
+			data[3] = s->alloc_fail;
+		} while (u64_stats_fetch_retry(&s->syncp, start));
+		data += DEVTCP_RXQ_STATS;
+	}
+	for (q = 0; q < dev->real_num_tx_queues; q++) {
+		struct devtcp_txq_stats *s = &priv->txq[q].stats;
+
+		do {
+			start = u64_stats_fetch_begin(&s->syncp);
+			data[0] = s->packets;
+			data[1] = s->bytes;
+			data[2] = s->dropped;
+			data[3] = s->stopped;
+		} while (u64_stats_fetch_retry(&s->syncp, start));
+		data += DEVTCP_TXQ_STATS;
+	}
+}
+
+const struct ethtool_ops devtcp_ethtool_ops = {
+	.supported_ring_params	= ETHTOOL_RING_USE_TCP_DATA_SPLIT |
+				  ETHTOOL_RING_USE_HDS_THRS,
+	.get_drvinfo		= devtcp_get_drvinfo,
+	.get_link		= ethtool_op_get_link,
+	.get_channels		= devtcp_get_channels,
+	.set_channels		= devtcp_set_channels,
+	.get_ringparam		= devtcp_get_ringparam,
+	.set_ringparam		= devtcp_set_ringparam,
+	.get_rx_ring_count	= devtcp_get_rx_ring_count,
+	.get_rxfh_key_size	= devtcp_get_rxfh_key_size,
+	.get_rxfh_indir_size	= devtcp_get_rxfh_indir_size,
+	.get_rxfh		= devtcp_get_rxfh,
+	.set_rxfh		= devtcp_set_rxfh,
+	.get_sset_count		= devtcp_get_sset_count,
+	.get_strings		= devtcp_get_strings,
+	.get_ethtool_stats	= devtcp_get_ethtool_stats,
+};

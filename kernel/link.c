@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The devtcp link type: creation and deletion of connected pairs through
+ * rtnetlink, and the netdev operations that start and stop the queues.
+ */
+#include <linux/etherdevice.h>
+#include <linux/rtnetlink.h>
+#include <net/netdev_queues.h>
+#include <net/rtnetlink.h>
+
+#include <linux/devtcp.h>
+
+#include "devtcp.h"
+
+static struct rtnl_link_ops devtcp_link_ops;
+
+static void devtcp_queues_down(struct devtcp_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+	int i;
+
+	WRITE_ONCE(priv->up, false);
+	/* No sender is still inside devtcp_start_xmit() on our rings. */
+	synchronize_net();
+	for (i = 0; i < dev->real_num_rx_queues; i++)
+		devtcp_rxq_close(&priv->rxq[i]);
+}
+
+static int devtcp_queues_up(struct devtcp_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+	int i, err;
+
+	for (i = 0; i < dev->real_num_rx_queues; i++) {
+		err = devtcp_rxq_open(&priv->rxq[i]);
+		if (err)
+			goto err_close;
+	}
+	WRITE_ONCE(priv->up, true);
+	return 0;
+
+err_close:
+	while (i--)
+		devtcp_rxq_close(&priv->rxq[i]);
+	return err;
+}
+
+/*
+ * Applies a new channel count or ring layout: a running device stops its
+ * queues, changes, and starts them again with fresh memory.
+ */
+int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels)
+{
+	struct net_device *dev = priv->dev;
+	bool running = netif_running(dev);
+	int err;
+
+	if (running) {
+		netif_tx_disable(dev);
+		devtcp_queues_down(priv);
+	}
+	if (channels != dev->real_num_rx_queues) {
+		err = netif_set_real_num_queues(dev, channels, channels);
+		if (err)
+			return err;
+		if (!netif_is_rxfh_configured(dev))
+			devtcp_rss_reset_indir(priv, channels);
+	}
+	if (!running)
+		return 0;
+	err = devtcp_queues_up(priv);
+	if (err)
+		return err;
+	netif_tx_wake_all_queues(dev);
+	return 0;
+}
+
+static int devtcp_open(struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct net_device *peer = rtnl_dereference(priv->peer);
+	int err;
+
+	if (!peer)
+		return -ENOTCONN;
+	err = devtcp_queues_up(priv);
+	if (err)
+		return err;
+	netif_tx_start_all_queues(dev);
+	if (peer->flags & IFF_UP) {
+		netif_carrier_on(dev);
+		netif_carrier_on(peer);
+	}
+	return 0;
+}
+
+static int devtcp_stop(struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct net_device *peer = rtnl_dereference(priv->peer);
+
+	netif_carrier_off(dev);
+	if (peer)
+		netif_carrier_off(peer);
+	netif_tx_disable(dev);
+	devtcp_queues_down(priv);
+	return 0;
+}
+
+static void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	unsigned int start;
+	int i;
+
+	for (i = 0; i < dev->num_rx_queues; i++) {
+		struct devtcp_rxq_stats *rs = &priv->rxq[i].stats;
+		u64 packets, bytes, drops;
+
+		do {
+			start = u64_stats_fetch_begin(&rs->syncp);
+			packets = rs->packets;
+			bytes = rs->bytes;
+			drops = rs->alloc_fail;
+		} while (u64_stats_fetch_retry(&rs->syncp, start));
+		s->rx_packets += packets;
+		s->rx_bytes += bytes;
+		s->rx_dropped += drops;
+	}
+	for (i = 0; i < dev->num_tx_queues; i++) {
+		struct devtcp_txq_stats *ts = &priv->txq[i].stats;
+		u64 packets, bytes, drops;
+
+		do {
+			start = u64_stats_fetch_begin(&ts->syncp);
+			packets = ts->packets;
+			bytes = ts->bytes;
+			drops = ts->dropped;
+		} while (u64_stats_fetch_retry(&ts->syncp, start));
+		s->tx_packets += packets;
+		s->tx_bytes += bytes;
+		s->tx_dropped += drops;
+	}
+}
+
+static int devtcp_get_iflink(const struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct net_device *peer;
+	int iflink;
+
+	rcu_read_lock();
+	peer = rcu_dereference(priv->peer);
+	iflink = peer ? READ_ONCE(peer->ifindex) : 0;
+	rcu_read_unlock();
+	return iflink;
+}
+
+static int devtcp_dev_init(struct net_device *dev);
+static void devtcp_dev_uninit(struct net_device *dev);
+
+static const struct net_device_ops devtcp_netdev_ops = {
+	.ndo_open		= devtcp_open,
+	.ndo_stop		= devtcp_stop,
+	.ndo_start_xmit		= devtcp_start_xmit,
+	.ndo_get_stats64	= devtcp_get_stats64,
+	.ndo_set_mac_address	= eth_mac_addr,
+	.ndo_validate_addr	= eth_validate_addr,
+	.ndo_get_iflink		= devtcp_get_iflink,
+	.ndo_init		= devtcp_dev_init,
+	.ndo_uninit		= devtcp_dev_uninit,
+};
+
+static int devtcp_dev_init(struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	int i;
+
+	priv->rxq = kvcalloc(dev->num_rx_queues, sizeof(*priv->rxq), GFP_KERNEL);
+	priv->txq = kvcalloc(dev->num_tx_queues, sizeof(*priv->txq), GFP_KERNEL);
+	if (!priv->rxq || !priv->txq) {
+		kvfree(priv->rxq);
+		kvfree(priv->txq);
+		return -ENOMEM;
+	}
+	for (i = 0; i < dev->num_rx_queues; i++) {
+		priv->rxq[i].priv = priv;
+		priv->rxq[i].idx = i;
+		u64_stats_init(&priv->rxq[i].stats.syncp);
+	}
+	for (i = 0; i < dev->num_tx_queues; i++)
+		u64_stats_init(&priv->txq[i].stats.syncp);
+	devtcp_rss_init(priv);
+	return 0;
+}
+
+static void devtcp_dev_uninit(struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+
+	kvfree(priv->rxq);
+	kvfree(priv->txq);
+}
+
+static void devtcp_setup(struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+
+	ether_setup(dev);
+	dev->netdev_ops = &devtcp_netdev_ops;
+	dev->ethtool_ops = &devtcp_ethtool_ops;
+	dev->needs_free_netdev = true;
+	dev->priv_flags &= ~IFF_TX_SKB_SHARING;
+	dev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
+	dev->lltx = false;
+	dev->max_mtu = DEVTCP_MAX_MTU;
+
+	/* The device model checksums nothing: the wire never corrupts. */
+	dev->hw_features = NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_RXCSUM |
+			   NETIF_F_TSO | NETIF_F_TSO6 | NETIF_F_GRO;
+	dev->features = dev->hw_features;
+	dev->vlan_features = dev->features;
+	/* A TSO frame is received whole, like hardware GRO: 64 KiB at most. */
+	netif_set_tso_max_size(dev, GSO_LEGACY_MAX_SIZE);
+
+	priv->dev = dev;
+	priv->rx_ring_size = DEVTCP_RING_DEFAULT;
+	priv->tx_ring_size = DEVTCP_RING_DEFAULT;
+	dev->tx_queue_len = DEVTCP_RING_DEFAULT;
+}
+
+static unsigned int devtcp_default_queues(void)
+{
+	return DEVTCP_DEFAULT_QUEUES;
+}
+
+static int devtcp_validate(struct nlattr *tb[], struct nlattr *data[],
+			   struct netlink_ext_ack *extack)
+{
+	if (tb[IFLA_ADDRESS]) {
+		if (nla_len(tb[IFLA_ADDRESS]) != ETH_ALEN) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[IFLA_ADDRESS], "address must be 6 bytes");
+			return -EINVAL;
+		}
+		if (!is_valid_ether_addr(nla_data(tb[IFLA_ADDRESS]))) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[IFLA_ADDRESS],
+					    "address is not a unicast MAC");
+			return -EADDRNOTAVAIL;
+		}
+	}
+	if (tb[IFLA_MTU] && nla_get_u32(tb[IFLA_MTU]) > DEVTCP_MAX_MTU) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[IFLA_MTU], "devtcp MTU is at most 9000");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int devtcp_check_queues(struct nlattr *tb[], struct netlink_ext_ack *extack)
+{
+	static const int attrs[] = { IFLA_NUM_TX_QUEUES, IFLA_NUM_RX_QUEUES };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(attrs); i++) {
+		if (tb[attrs[i]] && nla_get_u32(tb[attrs[i]]) > DEVTCP_MAX_QUEUES) {
+			NL_SET_ERR_MSG_ATTR_FMT(extack, tb[attrs[i]],
+						"devtcp supports at most %d queues",
+						DEVTCP_MAX_QUEUES);
+			return -EINVAL;
+		}
+	}
+	if (tb[IFLA_NUM_TX_QUEUES] && tb[IFLA_NUM_RX_QUEUES] &&
+	    nla_get_u32(tb[IFLA_NUM_TX_QUEUES]) != nla_get_u32(tb[IFLA_NUM_RX_QUEUES])) {
+		NL_SET_ERR_MSG(extack,
+			       "devtcp queues are combined: numtxqueues must equal numrxqueues");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *params,
+			  struct netlink_ext_ack *extack)
+{
+	struct net *peer_net = rtnl_newlink_peer_net(params);
+	struct nlattr *peer_tb[IFLA_MAX + 1], **tbp = params->tb;
+	struct nlattr **data = params->data;
+	unsigned char name_assign_type;
+	struct devtcp_priv *priv, *ppriv;
+	struct ifinfomsg *ifmp = NULL;
+	struct net_device *peer;
+	char ifname[IFNAMSIZ];
+	int err;
+
+	err = devtcp_check_queues(params->tb, extack);
+	if (err)
+		return err;
+
+	if (data && data[IFLA_DEVTCP_PEER]) {
+		ifmp = nla_data(data[IFLA_DEVTCP_PEER]);
+		err = rtnl_nla_parse_ifinfomsg(peer_tb, data[IFLA_DEVTCP_PEER], extack);
+		if (err < 0)
+			return err;
+		err = devtcp_validate(peer_tb, NULL, extack);
+		if (err < 0)
+			return err;
+		err = devtcp_check_queues(peer_tb, extack);
+		if (err)
+			return err;
+		tbp = peer_tb;
+	}
+
+	if (ifmp && tbp[IFLA_IFNAME]) {
+		nla_strscpy(ifname, tbp[IFLA_IFNAME], IFNAMSIZ);
+		name_assign_type = NET_NAME_USER;
+	} else {
+		strscpy(ifname, "devtcp%d");
+		name_assign_type = NET_NAME_ENUM;
+	}
+
+	peer = rtnl_create_link(peer_net, ifname, name_assign_type, &devtcp_link_ops,
+				tbp, extack);
+	if (IS_ERR(peer))
+		return PTR_ERR(peer);
+	SET_NETDEV_DEV(peer, devtcp_dma_dev());
+	if (!ifmp || !tbp[IFLA_ADDRESS])
+		eth_hw_addr_random(peer);
+	if (ifmp && dev->ifindex)
+		peer->ifindex = ifmp->ifi_index;
+
+	err = register_netdevice(peer);
+	if (err < 0)
+		goto err_free_peer;
+	netif_carrier_off(peer);
+
+	err = rtnl_configure_link(peer, ifmp, 0, NULL);
+	if (err < 0)
+		goto err_unregister_peer;
+
+	SET_NETDEV_DEV(dev, devtcp_dma_dev());
+	if (!params->tb[IFLA_ADDRESS])
+		eth_hw_addr_random(dev);
+
+	err = register_netdevice(dev);
+	if (err < 0)
+		goto err_unregister_peer;
+	netif_carrier_off(dev);
+
+	priv = netdev_priv(dev);
+	ppriv = netdev_priv(peer);
+	rcu_assign_pointer(priv->peer, peer);
+	rcu_assign_pointer(ppriv->peer, dev);
+	return 0;
+
+err_unregister_peer:
+	unregister_netdevice(peer);
+	return err;
+
+err_free_peer:
+	free_netdev(peer);
+	return err;
+}
+
+static void devtcp_dellink(struct net_device *dev, struct list_head *head)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct net_device *peer = rtnl_dereference(priv->peer);
+
+	unregister_netdevice_queue(dev, head);
+	RCU_INIT_POINTER(priv->peer, NULL);
+	if (peer) {
+		struct devtcp_priv *ppriv = netdev_priv(peer);
+
+		RCU_INIT_POINTER(ppriv->peer, NULL);
+		unregister_netdevice_queue(peer, head);
+	}
+}
+
+static struct net *devtcp_get_link_net(const struct net_device *dev)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct net_device *peer = rtnl_dereference(priv->peer);
+
+	return peer ? dev_net(peer) : dev_net(dev);
+}
+
+static const struct nla_policy devtcp_policy[IFLA_DEVTCP_MAX + 1] = {
+	[IFLA_DEVTCP_PEER] = { .len = sizeof(struct ifinfomsg) },
+};
+
+static struct rtnl_link_ops devtcp_link_ops = {
+	.kind			= "devtcp",
+	.priv_size		= sizeof(struct devtcp_priv),
+	.setup			= devtcp_setup,
+	.validate		= devtcp_validate,
+	.newlink		= devtcp_newlink,
+	.dellink		= devtcp_dellink,
+	.policy			= devtcp_policy,
+	.maxtype		= IFLA_DEVTCP_MAX,
+	.peer_type		= IFLA_DEVTCP_PEER,
+	.get_link_net		= devtcp_get_link_net,
+	.get_num_tx_queues	= devtcp_default_queues,
+	.get_num_rx_queues	= devtcp_default_queues,
+};
+
+int devtcp_link_init(void)
+{
+	return rtnl_link_register(&devtcp_link_ops);
+}
+
+void devtcp_link_exit(void)
+{
+	rtnl_link_unregister(&devtcp_link_ops);
+}

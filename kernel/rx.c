@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Receive: per-queue NAPI takes frames off the wire ring and "DMAs" them into
+ * the queue's buffers. With header split on, the L2-L4 headers go to a header
+ * buffer (host memory) and the payload to payload buffers, which may be
+ * unreadable net_iovs of a devmem binding; with it off the whole frame goes to
+ * payload buffers and the driver copies the headers out, as drivers do.
+ */
+#include <linux/etherdevice.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <net/flow_dissector.h>
+#include <net/page_pool/helpers.h>
+
+#include "devtcp.h"
+
+static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split)
+{
+	u64_stats_update_begin(&rxq->stats.syncp);
+	rxq->stats.packets++;
+	rxq->stats.bytes += len;
+	rxq->stats.split_packets += split;
+	u64_stats_update_end(&rxq->stats.syncp);
+}
+
+static void devtcp_rx_drop(struct devtcp_rxq *rxq)
+{
+	u64_stats_update_begin(&rxq->stats.syncp);
+	rxq->stats.alloc_fail++;
+	u64_stats_update_end(&rxq->stats.syncp);
+}
+
+/* Length of the L2-L4 headers: where header split cuts the frame. */
+static unsigned int devtcp_headers_len(struct sk_buff *src)
+{
+	struct flow_keys keys;
+	struct tcphdr _th;
+	const struct tcphdr *th;
+
+	if (!skb_flow_dissect_flow_keys(src, &keys, 0))
+		return min_t(unsigned int, src->len, ETH_HLEN);
+	switch (keys.basic.ip_proto) {
+	case IPPROTO_TCP:
+		th = skb_header_pointer(src, keys.control.thoff, sizeof(_th), &_th);
+		if (!th)
+			break;
+		return keys.control.thoff + th->doff * 4;
+	case IPPROTO_UDP:
+		return keys.control.thoff + sizeof(struct udphdr);
+	}
+	return keys.control.thoff;
+}
+
+/* The device writes @len bytes of @src at @soff into a payload buffer. */
+static int devtcp_dma_write(struct page_pool *pool, netmem_ref netmem, u32 off,
+			    struct sk_buff *src, unsigned int soff, unsigned int len)
+{
+	void *va = netmem_address(netmem);
+	int err;
+
+	if (!va)
+		return -EFAULT;
+	err = skb_copy_bits(src, soff, va + off, len);
+	if (err)
+		return err;
+	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
+	return 0;
+}
+
+static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *src,
+				      unsigned int hlen)
+{
+	struct page_pool *pool = rxq->mem.hdr_pool;
+	unsigned int off, size = DEVTCP_HDR_BUF_SIZE;
+	struct sk_buff *skb;
+	struct page *page;
+	void *buf;
+
+	page = page_pool_dev_alloc_frag(pool, &off, size);
+	if (!page)
+		return NULL;
+	buf = page_address(page) + off;
+	if (hlen && skb_copy_bits(src, 0, buf + DEVTCP_HDR_HEADROOM, hlen))
+		goto err_put;
+	page_pool_dma_sync_for_cpu(pool, page, off + DEVTCP_HDR_HEADROOM, hlen);
+
+	skb = napi_build_skb(buf, size);
+	if (!skb)
+		goto err_put;
+	skb_mark_for_recycle(skb);
+	skb_reserve(skb, DEVTCP_HDR_HEADROOM);
+	__skb_put(skb, hlen);
+	return skb;
+
+err_put:
+	page_pool_put_full_page(pool, page, true);
+	return NULL;
+}
+
+static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
+{
+	struct devtcp_priv *priv = rxq->priv;
+	struct page_pool *pool = rxq->mem.data_pool;
+	unsigned int len = src->len, hdrs, hlen, off;
+	struct sk_buff *skb;
+
+	hdrs = min_t(unsigned int, devtcp_headers_len(src), DEVTCP_HDR_ROOM);
+	/* Frames with no more payload than hds-thresh stay whole in the head. */
+	if (priv->hds)
+		hlen = len - hdrs <= priv->hds_thresh && len <= DEVTCP_HDR_ROOM ? len : hdrs;
+	else
+		hlen = 0;
+
+	skb = devtcp_rx_head(rxq, src, hlen);
+	if (!skb)
+		goto drop;
+
+	for (off = hlen; off < len; ) {
+		unsigned int chunk = min_t(unsigned int, len - off, PAGE_SIZE);
+		int nr = skb_shinfo(skb)->nr_frags;
+		netmem_ref netmem;
+		unsigned int poff;
+
+		if (nr == MAX_SKB_FRAGS)
+			goto drop_skb;
+		netmem = page_pool_alloc_frag_netmem(pool, &poff, chunk, GFP_ATOMIC);
+		if (!netmem)
+			goto drop_skb;
+		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, chunk);
+		if (devtcp_dma_write(pool, netmem, poff, src, off, chunk))
+			goto drop_skb;
+		off += chunk;
+	}
+	if (!priv->hds && !__pskb_pull_tail(skb, hdrs))
+		goto drop_skb;
+
+	if (skb_is_gso(src)) {
+		struct skb_shared_info *si = skb_shinfo(skb);
+
+		si->gso_size = skb_shinfo(src)->gso_size;
+		si->gso_type = skb_shinfo(src)->gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6);
+		si->gso_segs = DIV_ROUND_UP(len - hdrs, si->gso_size);
+	}
+	skb->protocol = eth_type_trans(skb, priv->dev);
+	skb->ip_summed = CHECKSUM_UNNECESSARY;
+	skb_set_hash(skb, src->hash, PKT_HASH_TYPE_L4);
+	skb_record_rx_queue(skb, rxq->idx);
+	devtcp_rx_count(rxq, len, priv->hds && hlen < len);
+	napi_gro_receive(&rxq->napi, skb);
+	return;
+
+drop_skb:
+	dev_kfree_skb_any(skb);
+drop:
+	devtcp_rx_drop(rxq);
+}
+
+/* Senders stopped by a full wire ring may go again once there is room. */
+static void devtcp_rx_wake_senders(struct devtcp_rxq *rxq)
+{
+	struct net_device *peer;
+
+	/* Pairs with the barrier in devtcp_start_xmit(). */
+	smp_mb();
+	if (!READ_ONCE(rxq->sender_stopped) || ptr_ring_full(&rxq->wire))
+		return;
+	WRITE_ONCE(rxq->sender_stopped, false);
+	rcu_read_lock();
+	peer = rcu_dereference(rxq->priv->peer);
+	if (peer)
+		netif_tx_wake_all_queues(peer);
+	rcu_read_unlock();
+}
+
+int devtcp_rx_poll(struct napi_struct *napi, int budget)
+{
+	struct devtcp_rxq *rxq = container_of(napi, struct devtcp_rxq, napi);
+	struct sk_buff *src;
+	int done = 0;
+
+	while (done < budget && (src = __ptr_ring_consume(&rxq->wire))) {
+		devtcp_rx_frame(rxq, src);
+		/* The frame has been read: its TX completion. */
+		napi_consume_skb(src, budget);
+		done++;
+	}
+	devtcp_rx_wake_senders(rxq);
+	if (done < budget)
+		napi_complete_done(napi, done);
+	return done;
+}
+
+static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
+					    bool unreadable)
+{
+	struct page_pool_params pp = {
+		.flags		= PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
+		.order		= 0,
+		.pool_size	= size,
+		.nid		= NUMA_NO_NODE,
+		.dev		= devtcp_dma_dev(),
+		.napi		= &rxq->napi,
+		.netdev		= rxq->priv->dev,
+		.queue_idx	= rxq->idx,
+		.dma_dir	= DMA_FROM_DEVICE,
+		.max_len	= PAGE_SIZE,
+	};
+
+	if (unreadable)
+		pp.flags |= PP_FLAG_ALLOW_UNREADABLE_NETMEM;
+	return page_pool_create(&pp);
+}
+
+int devtcp_rxq_open(struct devtcp_rxq *rxq)
+{
+	struct devtcp_priv *priv = rxq->priv;
+	struct net_device *dev = priv->dev;
+	int err;
+
+	err = ptr_ring_init(&rxq->wire, priv->rx_ring_size, GFP_KERNEL);
+	if (err)
+		return err;
+	netif_napi_add_config(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
+
+	rxq->mem.hdr_pool = devtcp_pool_create(rxq, priv->rx_ring_size, false);
+	if (IS_ERR(rxq->mem.hdr_pool)) {
+		err = PTR_ERR(rxq->mem.hdr_pool);
+		goto err_napi;
+	}
+	rxq->mem.data_pool = devtcp_pool_create(rxq, priv->rx_ring_size, priv->hds);
+	if (IS_ERR(rxq->mem.data_pool)) {
+		err = PTR_ERR(rxq->mem.data_pool);
+		goto err_hdr_pool;
+	}
+	rxq->sender_stopped = false;
+	napi_enable(&rxq->napi);
+	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, &rxq->napi);
+	return 0;
+
+err_hdr_pool:
+	page_pool_destroy(rxq->mem.hdr_pool);
+err_napi:
+	netif_napi_del(&rxq->napi);
+	ptr_ring_cleanup(&rxq->wire, NULL);
+	return err;
+}
+
+static void devtcp_free_frame(void *ptr)
+{
+	dev_kfree_skb_any(ptr);
+}
+
+void devtcp_rxq_close(struct devtcp_rxq *rxq)
+{
+	struct net_device *dev = rxq->priv->dev;
+
+	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, NULL);
+	napi_disable(&rxq->napi);
+	netif_napi_del(&rxq->napi);
+	ptr_ring_cleanup(&rxq->wire, devtcp_free_frame);
+	page_pool_destroy(rxq->mem.data_pool);
+	page_pool_destroy(rxq->mem.hdr_pool);
+	rxq->mem.data_pool = NULL;
+	rxq->mem.hdr_pool = NULL;
+}

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A devtcp pair: creation through rtnetlink with default and explicit queue
+# counts, IPv4/IPv6 and jumbo traffic, deletion of both ends, and bad input
+# refused with a clear message and nothing created.
+. "$(dirname "$0")/../lib.sh"
+
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+
+check "ethtool -i names the driver" \
+	bash -c 'ip netns exec ns1 ethtool -i dta | grep -qx "driver: devtcp"'
+check "8 combined channels by default" \
+	bash -c 'ip netns exec ns1 ethtool -l dta | awk "/^Combined:/{print \$2}" | grep -qx 8'
+check "the ends know each other (iflink)" \
+	bash -c 'ip -n ns1 -o link show dta | grep -q "dta@if"'
+check "IPv4 ping" ip netns exec ns1 ping -q -c 2 -i 0.2 -W 2 10.99.0.2
+check "IPv6 ping" ip netns exec ns1 ping -q -6 -c 2 -i 0.2 -W 2 fd99::2
+check "MTU 9000 on both ends" \
+	bash -c 'ip -n ns1 link set dta mtu 9000 && ip -n ns2 link set dtb mtu 9000'
+check "an 8972-byte ping crosses unfragmented" \
+	ip netns exec ns1 ping -q -c 2 -i 0.2 -W 2 -M do -s 8972 10.99.0.2
+
+out=$(ip -n ns1 link set dta mtu 9001 2>&1)
+check "MTU 9001 is refused" test $? -ne 0
+check "the MTU stays 9000" bash -c 'ip -n ns1 link show dta | grep -q "mtu 9000 "'
+
+check "deleting one end removes both" \
+	bash -c 'ip -n ns1 link del dta && ! ip -n ns2 link show dtb 2>/dev/null'
+
+out=$(ip link add dtx numtxqueues 65 numrxqueues 65 type devtcp 2>&1)
+check "65 queues are refused" test $? -ne 0
+check "... with a message naming the limit" grep -q "at most 64 queues" <<< "$out"
+echo "$out"
+out=$(ip link add dtx numtxqueues 4 numrxqueues 2 type devtcp 2>&1)
+check "different TX and RX queue counts are refused" test $? -ne 0
+echo "$out"
+check "nothing was created by refused requests" \
+	bash -c '! ip -o link show type devtcp | grep -q .'
+
+check "a 64-queue pair can be made" \
+	ip link add dtx numtxqueues 64 numrxqueues 64 type devtcp
+check "... and has 64 channels" \
+	bash -c 'ethtool -l dtx | awk "/^Combined:/{print \$2}" | tail -n1 | grep -qx 64'
+ip link del dtx
+ip netns del ns1
+ip netns del ns2
+finish

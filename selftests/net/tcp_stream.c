@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A TCP stream with a verifiable payload: the sender writes a seeded
+ * pseudo-random pattern, the receiver checks every byte against its offset
+ * in the stream and reports mismatches, bytes and throughput.
+ *
+ *   tcp_stream recv [-6] -p PORT -n BYTES [-s SEED]
+ *   tcp_stream send [-6] -a ADDR -p PORT -n BYTES [-s SEED]
+ *
+ * Exit status: 0 when all BYTES arrived intact, 1 otherwise, 2 on usage.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF_SIZE (256 * 1024)
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* The pattern at stream offset @off: byte k of word (off / 8). */
+static void pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
+{
+	uint64_t blk = UINT64_MAX, w = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if ((off + i) >> 3 != blk) {
+			blk = (off + i) >> 3;
+			w = splitmix64(seed ^ blk);
+			/* Whole aligned words at once. */
+			while (!((off + i) & 7) && i + 8 <= len) {
+				memcpy(buf + i, &w, 8);
+				i += 8;
+				blk++;
+				w = splitmix64(seed ^ blk);
+			}
+			if (i == len)
+				break;
+		}
+		buf[i] = (uint8_t)(w >> (((off + i) & 7) * 8));
+	}
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: tcp_stream recv [-6] -p PORT -n BYTES [-s SEED]\n"
+			"       tcp_stream send [-6] -a ADDR -p PORT -n BYTES [-s SEED]\n");
+	exit(2);
+}
+
+static int make_addr(int v6, const char *addr, int port, struct sockaddr_storage *ss,
+		     socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (v6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		*len = sizeof(*s6);
+		return addr ? inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1 : 1;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(port);
+	*len = sizeof(*s4);
+	return addr ? inet_pton(AF_INET, addr, &s4->sin_addr) == 1 : 1;
+}
+
+static int do_recv(int v6, int port, uint64_t total, uint64_t seed)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	uint64_t got = 0, bad = 0, first_bad = 0;
+	static uint8_t buf[BUF_SIZE], want[BUF_SIZE];
+	int one = 1, ls, s;
+	double t0;
+
+	make_addr(v6, NULL, port, &ss, &len);
+	ls = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(ls, (struct sockaddr *)&ss, len) || listen(ls, 1)) {
+		perror("tcp_stream: listen");
+		return 1;
+	}
+	/* Tell a waiting script that we listen. */
+	printf("listening on port %d\n", port);
+	fflush(stdout);
+	s = accept(ls, NULL, NULL);
+	if (s < 0) {
+		perror("tcp_stream: accept");
+		return 1;
+	}
+	t0 = now();
+	while (got < total) {
+		ssize_t n = read(s, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "tcp_stream: %s after %llu of %llu bytes\n",
+				n ? strerror(errno) : "connection closed",
+				(unsigned long long)got, (unsigned long long)total);
+			break;
+		}
+		pattern_fill(want, n, seed, got);
+		if (memcmp(buf, want, n)) {
+			for (ssize_t i = 0; i < n; i++) {
+				if (buf[i] != want[i] && !bad++)
+					first_bad = got + i;
+			}
+		}
+		got += n;
+	}
+	double secs = now() - t0;
+
+	printf("received %llu bytes, %llu mismatched", (unsigned long long)got,
+	       (unsigned long long)bad);
+	if (bad)
+		printf(" (first at offset %llu)", (unsigned long long)first_bad);
+	printf(", %.1f MB/s\n", secs > 0 ? got / secs / 1e6 : 0.0);
+	close(s);
+	close(ls);
+	return got == total && !bad ? 0 : 1;
+}
+
+static int do_send(int v6, const char *addr, int port, uint64_t total, uint64_t seed)
+{
+	struct sockaddr_storage ss;
+	static uint8_t buf[BUF_SIZE];
+	uint64_t sent = 0;
+	socklen_t len;
+	int s, tries;
+
+	if (!addr || !make_addr(v6, addr, port, &ss, &len)) {
+		fprintf(stderr, "tcp_stream: bad address %s\n", addr ? addr : "(none)");
+		return 2;
+	}
+	s = socket(ss.ss_family, SOCK_STREAM, 0);
+	/* The receiver may still be starting: retry for up to 10 s. */
+	for (tries = 0; connect(s, (struct sockaddr *)&ss, len); tries++) {
+		if (tries == 100 || (errno != ECONNREFUSED && errno != ENETUNREACH)) {
+			perror("tcp_stream: connect");
+			return 1;
+		}
+		usleep(100000);
+	}
+	double t0 = now();
+
+	while (sent < total) {
+		size_t chunk = total - sent < BUF_SIZE ? total - sent : BUF_SIZE;
+		ssize_t n;
+
+		pattern_fill(buf, chunk, seed, sent);
+		n = write(s, buf, chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			perror("tcp_stream: write");
+			return 1;
+		}
+		sent += n;
+	}
+	shutdown(s, SHUT_WR);
+	/* Wait for the receiver to close: every byte was taken. */
+	while (read(s, buf, sizeof(buf)) > 0)
+		;
+	double secs = now() - t0;
+
+	printf("sent %llu bytes, %.1f MB/s\n", (unsigned long long)sent,
+	       secs > 0 ? sent / secs / 1e6 : 0.0);
+	close(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = NULL;
+	uint64_t total = 0, seed = 1;
+	int v6 = 0, port = 0, opt;
+
+	if (argc < 2)
+		usage();
+	optind = 2;
+	while ((opt = getopt(argc, argv, "6a:p:n:s:")) != -1) {
+		switch (opt) {
+		case '6': v6 = 1; break;
+		case 'a': addr = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'n': total = strtoull(optarg, NULL, 0); break;
+		case 's': seed = strtoull(optarg, NULL, 0); break;
+		default: usage();
+		}
+	}
+	if (port <= 0 || port > 65535 || !total)
+		usage();
+	if (!strcmp(argv[1], "recv"))
+		return do_recv(v6, port, total, seed);
+	if (!strcmp(argv[1], "send"))
+		return do_send(v6, addr, port, total, seed);
+	usage();
+	return 2;
+}

@@ -1,0 +1,24 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Removing the module with pairs up in namespaces and traffic flowing removes
+# every devtcp device and leaves the kernel clean (the runner checks dmesg).
+. "$(dirname "$0")/../lib.sh"
+
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the first pair"
+devtcp_pair dtc ns3 dtd ns4 || fail "cannot create the second pair"
+ip netns exec ns2 selftests/net/tcp_stream recv -p 5200 -n 4000000000 > /dev/null 2>&1 &
+rpid=$!
+ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5200 -n 4000000000 > /dev/null 2>&1 &
+spid=$!
+sleep 2
+check "traffic is flowing before the unload" \
+	test "$(ip -n ns2 -s -j link show dtb | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["bytes"])')" -gt 1000000
+check "rmmod with pairs up and traffic flowing succeeds" rmmod devtcp
+# The stream cannot finish without its link: end it.
+kill -9 $spid $rpid 2>/dev/null
+wait
+check "no devtcp device is left in any namespace" bash -c '
+	for ns in ns1 ns2 ns3 ns4; do ip -n $ns -o link show type devtcp; done | grep -q . && exit 1; exit 0'
+for ns in ns1 ns2 ns3 ns4; do ip netns del $ns; done
+check "the module loads again" insmod "$DEVTCP_KO"
+finish
