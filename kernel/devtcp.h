@@ -40,10 +40,15 @@ struct devtcp_rxq_stats {
 	struct u64_stats_sync syncp;
 };
 
-/* Memory of an RX queue, replaced as a whole when the queue restarts. */
+/*
+ * Memory of an RX queue and the buffer layout it was made for, replaced as a
+ * whole when the queue restarts: NAPI never sees a half-changed setting.
+ */
 struct devtcp_rx_mem {
 	struct page_pool *hdr_pool;	/* host memory, skb heads */
 	struct page_pool *data_pool;	/* payload; may be unreadable (devmem) */
+	bool hds;			/* header split on */
+	u32 hds_thresh;
 };
 
 struct devtcp_rxq {
@@ -54,6 +59,7 @@ struct devtcp_rxq {
 	bool sender_stopped;		/* a peer TX queue waits for wire space */
 	struct devtcp_rxq_stats stats;
 	u32 idx;
+	u32 restarts;		/* by the core (queue management), under the lock */
 };
 
 struct devtcp_txq_stats {
@@ -95,6 +101,8 @@ void devtcp_link_exit(void);
 int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels);
 
 /* rx.c */
+int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);
+void devtcp_rx_mem_free(struct devtcp_rx_mem *mem);
 int devtcp_rxq_open(struct devtcp_rxq *rxq);
 void devtcp_rxq_close(struct devtcp_rxq *rxq);
 int devtcp_rx_poll(struct napi_struct *napi, int budget);
@@ -106,6 +114,11 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev);
 void devtcp_rss_init(struct devtcp_priv *priv);
 void devtcp_rss_reset_indir(struct devtcp_priv *priv, u32 channels);
 u32 devtcp_toeplitz(const u8 *key, const u8 *data, unsigned int len);
+
+/* queues.c */
+extern const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops;
+extern const struct netdev_stat_ops devtcp_stat_ops;
+extern const struct attribute_group devtcp_sysfs_group;
 
 /* ethtool.c */
 extern const struct ethtool_ops devtcp_ethtool_ops;

@@ -126,7 +126,7 @@ static int devtcp_set_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rx
 }
 
 static const char devtcp_rxq_stat_names[][ETH_GSTRING_LEN] = {
-	"packets", "bytes", "split_packets", "alloc_fail",
+	"packets", "bytes", "split_packets", "alloc_fail", "restarts",
 };
 
 static const char devtcp_txq_stat_names[][ETH_GSTRING_LEN] = {
@@ -174,6 +174,7 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 			data[1] = s->bytes;
 			data[2] = s->split_packets;
 			data[3] = s->alloc_fail;
+			data[4] = priv->rxq[q].restarts;
 		} while (u64_stats_fetch_retry(&s->syncp, start));
 		data += DEVTCP_RXQ_STATS;
 	}
@@ -192,6 +193,9 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 }
 
 const struct ethtool_ops devtcp_ethtool_ops = {
+	/* Changing queue counts regrafts the mq qdisc, which needs RTNL. */
+	.op_needs_rtnl		= ETHTOOL_OP_NEEDS_RTNL_SCHANNELS |
+				  ETHTOOL_OP_NEEDS_RTNL_SRINGPARAM,
 	.supported_ring_params	= ETHTOOL_RING_USE_TCP_DATA_SPLIT |
 				  ETHTOOL_RING_USE_HDS_THRS,
 	.get_drvinfo		= devtcp_get_drvinfo,

@@ -209,6 +209,9 @@ static void devtcp_setup(struct net_device *dev)
 	ether_setup(dev);
 	dev->netdev_ops = &devtcp_netdev_ops;
 	dev->ethtool_ops = &devtcp_ethtool_ops;
+	dev->queue_mgmt_ops = &devtcp_queue_mgmt_ops;
+	dev->stat_ops = &devtcp_stat_ops;
+	dev->sysfs_groups[0] = &devtcp_sysfs_group;
 	dev->needs_free_netdev = true;
 	dev->priv_flags &= ~IFF_TX_SKB_SHARING;
 	dev->priv_flags |= IFF_LIVE_ADDR_CHANGE;

@@ -106,8 +106,8 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 
 	hdrs = min_t(unsigned int, devtcp_headers_len(src), DEVTCP_HDR_ROOM);
 	/* Frames with no more payload than hds-thresh stay whole in the head. */
-	if (priv->hds)
-		hlen = len - hdrs <= priv->hds_thresh && len <= DEVTCP_HDR_ROOM ? len : hdrs;
+	if (rxq->mem.hds)
+		hlen = len - hdrs <= rxq->mem.hds_thresh && len <= DEVTCP_HDR_ROOM ? len : hdrs;
 	else
 		hlen = 0;
 
@@ -131,7 +131,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 			goto drop_skb;
 		off += chunk;
 	}
-	if (!priv->hds && !__pskb_pull_tail(skb, hdrs))
+	if (!rxq->mem.hds && !__pskb_pull_tail(skb, hdrs))
 		goto drop_skb;
 
 	if (skb_is_gso(src)) {
@@ -145,7 +145,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	skb->ip_summed = CHECKSUM_UNNECESSARY;
 	skb_set_hash(skb, src->hash, PKT_HASH_TYPE_L4);
 	skb_record_rx_queue(skb, rxq->idx);
-	devtcp_rx_count(rxq, len, priv->hds && hlen < len);
+	devtcp_rx_count(rxq, len, rxq->mem.hds && hlen < len);
 	napi_gro_receive(&rxq->napi, skb);
 	return;
 
@@ -211,6 +211,33 @@ static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 	return page_pool_create(&pp);
 }
 
+/* The memory of one RX queue: what a queue restart replaces. */
+int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem)
+{
+	u32 size = rxq->priv->rx_ring_size;
+
+	mem->hds = rxq->priv->hds;
+	mem->hds_thresh = rxq->priv->hds_thresh;
+	mem->hdr_pool = devtcp_pool_create(rxq, size, false);
+	if (IS_ERR(mem->hdr_pool))
+		return PTR_ERR(mem->hdr_pool);
+	mem->data_pool = devtcp_pool_create(rxq, size, mem->hds);
+	if (IS_ERR(mem->data_pool)) {
+		page_pool_destroy(mem->hdr_pool);
+		return PTR_ERR(mem->data_pool);
+	}
+	return 0;
+}
+
+void devtcp_rx_mem_free(struct devtcp_rx_mem *mem)
+{
+	page_pool_destroy(mem->data_pool);
+	page_pool_destroy(mem->hdr_pool);
+	mem->data_pool = NULL;
+	mem->hdr_pool = NULL;
+}
+
+/* Called with the netdev instance lock held, as are all queue operations. */
 int devtcp_rxq_open(struct devtcp_rxq *rxq)
 {
 	struct devtcp_priv *priv = rxq->priv;
@@ -220,29 +247,17 @@ int devtcp_rxq_open(struct devtcp_rxq *rxq)
 	err = ptr_ring_init(&rxq->wire, priv->rx_ring_size, GFP_KERNEL);
 	if (err)
 		return err;
-	netif_napi_add_config(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
-
-	rxq->mem.hdr_pool = devtcp_pool_create(rxq, priv->rx_ring_size, false);
-	if (IS_ERR(rxq->mem.hdr_pool)) {
-		err = PTR_ERR(rxq->mem.hdr_pool);
-		goto err_napi;
-	}
-	rxq->mem.data_pool = devtcp_pool_create(rxq, priv->rx_ring_size, priv->hds);
-	if (IS_ERR(rxq->mem.data_pool)) {
-		err = PTR_ERR(rxq->mem.data_pool);
-		goto err_hdr_pool;
+	netif_napi_add_config_locked(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
+	err = devtcp_rx_mem_alloc(rxq, &rxq->mem);
+	if (err) {
+		netif_napi_del_locked(&rxq->napi);
+		ptr_ring_cleanup(&rxq->wire, NULL);
+		return err;
 	}
 	rxq->sender_stopped = false;
-	napi_enable(&rxq->napi);
+	napi_enable_locked(&rxq->napi);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, &rxq->napi);
 	return 0;
-
-err_hdr_pool:
-	page_pool_destroy(rxq->mem.hdr_pool);
-err_napi:
-	netif_napi_del(&rxq->napi);
-	ptr_ring_cleanup(&rxq->wire, NULL);
-	return err;
 }
 
 static void devtcp_free_frame(void *ptr)
@@ -252,14 +267,9 @@ static void devtcp_free_frame(void *ptr)
 
 void devtcp_rxq_close(struct devtcp_rxq *rxq)
 {
-	struct net_device *dev = rxq->priv->dev;
-
-	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, NULL);
-	napi_disable(&rxq->napi);
-	netif_napi_del(&rxq->napi);
+	netif_queue_set_napi(rxq->priv->dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, NULL);
+	napi_disable_locked(&rxq->napi);
+	netif_napi_del_locked(&rxq->napi);
 	ptr_ring_cleanup(&rxq->wire, devtcp_free_frame);
-	page_pool_destroy(rxq->mem.data_pool);
-	page_pool_destroy(rxq->mem.hdr_pool);
-	rxq->mem.data_pool = NULL;
-	rxq->mem.hdr_pool = NULL;
+	devtcp_rx_mem_free(&rxq->mem);
 }

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Reads the netdev generic netlink family (Documentation/netlink/specs/
+netdev.yaml) for tests: tests check kernel state through it, independently
+of the project's own C library.
+
+  netdev_nl.py page-pools IFINDEX   "pools N inflight N detached N" of a device
+  netdev_nl.py queues IFINDEX       one line "rx|tx ID napi NAPI_ID" per queue
+"""
+import os
+import socket
+import struct
+import sys
+
+NETLINK_GENERIC = 16
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_ID = 1
+CTRL_ATTR_FAMILY_NAME = 2
+NLM_F_REQUEST = 1
+NLM_F_DUMP = 0x300
+NLMSG_ERROR = 2
+NLMSG_DONE = 3
+
+CMD_PAGE_POOL_GET = 5
+CMD_QUEUE_GET = 10
+PP_ID, PP_IFINDEX, PP_NAPI, PP_INFLIGHT, PP_INFLIGHT_MEM, PP_DETACH = 1, 2, 3, 4, 5, 6
+Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI = 1, 2, 3, 4
+
+
+def attrs(buf):
+    out = {}
+    while len(buf) >= 4:
+        alen, atype = struct.unpack_from("HH", buf)
+        out[atype & 0x3FFF] = buf[4:alen]
+        buf = buf[(alen + 3) & ~3:]
+    return out
+
+
+def attr(atype, data):
+    return struct.pack("HH", 4 + len(data), atype) + data + b"\0" * ((-len(data)) % 4)
+
+
+def request(sock, family, cmd, payload, flags):
+    msg = struct.pack("BBH", cmd, 1, 0) + payload
+    sock.send(struct.pack("IHHII", 16 + len(msg), family, NLM_F_REQUEST | flags, 1, 0) + msg)
+    msgs = []
+    while True:
+        data = sock.recv(1 << 20)
+        while data:
+            mlen, mtype, _, _, _ = struct.unpack_from("IHHII", data)
+            body = data[16:mlen]
+            data = data[(mlen + 3) & ~3:]
+            if mtype == NLMSG_DONE:
+                return msgs
+            if mtype == NLMSG_ERROR:
+                err = struct.unpack_from("i", body)[0]
+                if err:
+                    raise OSError(-err, os.strerror(-err))
+                return msgs
+            msgs.append(attrs(body[4:]))
+            if not flags & NLM_F_DUMP:
+                return msgs
+
+
+def netdev_family(sock):
+    reply = request(sock, GENL_ID_CTRL, CTRL_CMD_GETFAMILY,
+                    attr(CTRL_ATTR_FAMILY_NAME, b"netdev\0"), 0)
+    return struct.unpack("H", reply[0][CTRL_ATTR_FAMILY_ID][:2])[0]
+
+
+def u32(a):
+    return struct.unpack("I", a[:4])[0]
+
+
+def uint(a):
+    """netlink "uint": 4 or 8 bytes."""
+    return struct.unpack("Q" if len(a) == 8 else "I", a)[0]
+
+
+def main(argv):
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
+    fam = netdev_family(sock)
+    ifindex = int(argv[2])
+    if argv[1] == "page-pools":
+        pools = inflight = detached = 0
+        for pp in request(sock, fam, CMD_PAGE_POOL_GET, b"", NLM_F_DUMP):
+            if PP_IFINDEX in pp and u32(pp[PP_IFINDEX]) == ifindex:
+                pools += 1
+                inflight += uint(pp[PP_INFLIGHT]) if PP_INFLIGHT in pp else 0
+                detached += PP_DETACH in pp
+        print(f"pools {pools} inflight {inflight} detached {detached}")
+        return 0
+    if argv[1] == "queues":
+        for q in request(sock, fam, CMD_QUEUE_GET, attr(Q_IFINDEX, struct.pack("I", ifindex)),
+                         NLM_F_DUMP):
+            kind = "rx" if u32(q[Q_TYPE]) == 0 else "tx"
+            napi = u32(q[Q_NAPI]) if Q_NAPI in q else 0
+            print(f"{kind} {u32(q[Q_ID])} napi {napi}")
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+sys.exit(main(sys.argv))
