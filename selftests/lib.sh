@@ -39,22 +39,18 @@ finish() {
 	exit $KSFT_FAIL
 }
 
-# devtcp_pair NAME_A NS_A NAME_B NS_B [ip link add options...]
-# Creates a devtcp pair, puts NAME_A in netns NS_A and its peer, renamed
-# NAME_B, in NS_B (both namespaces are created), brings both ends and the
-# namespaces' loopbacks up and gives them 10.99.0.1/24, 10.99.0.2/24 and
-# fd99::1/64, fd99::2/64.
+DEVTCP_PAIR=/devtcp/userspace/tools/devtcp-pair
+
+# devtcp_pair NAME_A NS_A NAME_B NS_B [devtcp-pair options...]
+# Creates network namespaces NS_A and NS_B and a devtcp pair between them
+# (NAME_A in NS_A, NAME_B in NS_B), brings both ends and the loopbacks up and
+# gives them 10.99.0.1/24, 10.99.0.2/24 and fd99::1/64, fd99::2/64.
 devtcp_pair() {
-	local a=$1 nsa=$2 b=$3 nsb=$4 peer
+	local a=$1 nsa=$2 b=$3 nsb=$4
 	shift 4
 	ip netns add "$nsa" || return 1
 	ip netns add "$nsb" || return 1
-	ip link add "$a" "$@" type devtcp || return 1
-	peer=$(ip -o link show "$a" | sed -n 's/^[0-9]*: [^@]*@\([^:]*\):.*/\1/p')
-	[ -n "$peer" ] || { echo "cannot find the peer of $a"; return 1; }
-	ip link set "$a" netns "$nsa" || return 1
-	ip link set "$peer" netns "$nsb" || return 1
-	ip -n "$nsb" link set "$peer" name "$b" || return 1
+	$DEVTCP_PAIR add "$a" "$b" -n "$nsa" -N "$nsb" "$@" || return 1
 	ip -n "$nsa" addr add 10.99.0.1/24 dev "$a"
 	ip -n "$nsb" addr add 10.99.0.2/24 dev "$b"
 	ip -n "$nsa" addr add fd99::1/64 dev "$a" nodad

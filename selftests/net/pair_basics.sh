@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# A devtcp pair: creation through rtnetlink with default and explicit queue
-# counts, IPv4/IPv6 and jumbo traffic, deletion of both ends, and bad input
-# refused with a clear message and nothing created.
+# A devtcp pair: creation through rtnetlink (devtcp-pair and plain ip link)
+# with default and explicit queue counts, IPv4/IPv6 and jumbo traffic,
+# deletion of both ends, and bad input refused with a clear message and
+# nothing created.
 . "$(dirname "$0")/../lib.sh"
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
@@ -41,7 +42,29 @@ check "a 64-queue pair can be made" \
 	ip link add dtx numtxqueues 64 numrxqueues 64 type devtcp
 check "... and has 64 channels" \
 	bash -c 'ethtool -l dtx | awk "/^Combined:/{print \$2}" | tail -n1 | grep -qx 64'
+check "ip link add without a peer names the peer devtcp%d" \
+	bash -c 'ip -o link show dtx | grep -q "dtx@devtcp[0-9]"'
 ip link del dtx
+
+ip netns add ns3
+check "devtcp-pair names both ends and places the peer" \
+	$DEVTCP_PAIR add dtp dtq -q 4 -m 9000 -N ns3
+check "... with 4 queues" \
+	bash -c 'ip netns exec ns3 ethtool -l dtq | awk "/^Combined:/{print \$2}" | tail -n1 | grep -qx 4'
+check "... and MTU 9000 on both ends" \
+	bash -c 'ip link show dtp | grep -q "mtu 9000" && ip -n ns3 link show dtq | grep -q "mtu 9000"'
+out=$($DEVTCP_PAIR add dtp dtr 2>&1)
+check "an existing name is refused" test $? -ne 0
+echo "$out"
+out=$($DEVTCP_PAIR add dty dtz -q 65 2>&1)
+check "65 queues are refused with the driver's message" grep -q "at most 64 queues" <<< "$out"
+echo "$out"
+out=$($DEVTCP_PAIR add dty dtz -N no-such-ns 2>&1)
+check "an unknown namespace is refused" test $? -ne 0
+echo "$out"
+check "devtcp-pair del removes both ends" \
+	bash -c "$DEVTCP_PAIR del dtq -n ns3 && ! ip link show dtp 2>/dev/null"
+ip netns del ns3
 ip netns del ns1
 ip netns del ns2
 finish

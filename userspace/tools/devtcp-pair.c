@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * devtcp-pair: create and delete devtcp NIC pairs through rtnetlink, naming
+ * both ends and placing them in network namespaces in one request (iproute2
+ * cannot pass a peer for link kinds it does not know).
+ *
+ *   devtcp-pair add NAME PEER [-q QUEUES] [-m MTU] [-n NETNS] [-N PEER_NETNS]
+ *   devtcp-pair del NAME [-n NETNS]
+ *
+ * NETNS names a namespace of `ip netns` (/run/netns/NETNS).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libmnl/libmnl.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/devtcp.h>
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: devtcp-pair add NAME PEER [-q QUEUES] [-m MTU] [-n NETNS] [-N PEER_NETNS]\n"
+		"       devtcp-pair del NAME [-n NETNS]\n");
+	exit(2);
+}
+
+static int netns_fd(const char *name)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "devtcp-pair: network namespace %s: %s\n", name, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+/* Sends one request and returns 0 or a negative errno, printing the extack. */
+static int rtnl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, const char *what)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	unsigned int seq = nlh->nlmsg_seq;
+	struct nlmsgerr *err;
+	struct nlattr *attr;
+	int len;
+
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	len = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (len < 0)
+		return -errno;
+	nlh = (struct nlmsghdr *)buf;
+	if (!mnl_nlmsg_ok(nlh, len) || nlh->nlmsg_seq != seq || nlh->nlmsg_type != NLMSG_ERROR)
+		return -EPROTO;
+	err = mnl_nlmsg_get_payload(nlh);
+	if (!err->error)
+		return 0;
+	fprintf(stderr, "devtcp-pair: %s: %s", what, strerror(-err->error));
+	if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+		unsigned int off = sizeof(*err);
+
+		if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+			off += mnl_nlmsg_get_payload_len(&err->msg);
+		mnl_attr_for_each_payload((void *)((char *)err + off),
+					  mnl_nlmsg_get_payload_len(nlh) - off) {
+			if (mnl_attr_get_type(attr) == NLMSGERR_ATTR_MSG)
+				fprintf(stderr, ": %s", mnl_attr_get_str(attr));
+		}
+	}
+	fprintf(stderr, "\n");
+	return err->error;
+}
+
+static struct nlmsghdr *new_request(char *buf, int type, int flags)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	nlh->nlmsg_seq = time(NULL);
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	return nlh;
+}
+
+static void put_link_attrs(struct nlmsghdr *nlh, const char *name, unsigned int queues,
+			   unsigned int mtu, int ns_fd)
+{
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	if (queues) {
+		mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, queues);
+		mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, queues);
+	}
+	if (mtu)
+		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+	if (ns_fd >= 0)
+		mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, ns_fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *ns = NULL, *peer_ns = NULL, *cmd, *name, *peer = NULL;
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	unsigned int queues = 0, mtu = 0;
+	struct nlattr *linkinfo, *data, *peer_attr;
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	int opt, one = 1, err;
+
+	if (argc < 3)
+		usage();
+	cmd = argv[1];
+	name = argv[2];
+	optind = 3;
+	if (!strcmp(cmd, "add")) {
+		if (argc < 4)
+			usage();
+		peer = argv[3];
+		optind = 4;
+	} else if (strcmp(cmd, "del")) {
+		usage();
+	}
+	while ((opt = getopt(argc, argv, "q:m:n:N:")) != -1) {
+		switch (opt) {
+		case 'q': queues = strtoul(optarg, NULL, 0); break;
+		case 'm': mtu = strtoul(optarg, NULL, 0); break;
+		case 'n': ns = optarg; break;
+		case 'N': peer_ns = optarg; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || strlen(name) >= IFNAMSIZ || (peer && strlen(peer) >= IFNAMSIZ))
+		usage();
+
+	/* Work from inside NAME's namespace: deletion finds it there. */
+	if (ns && setns(netns_fd(ns), CLONE_NEWNET)) {
+		fprintf(stderr, "devtcp-pair: cannot enter %s: %s\n", ns, strerror(errno));
+		return 1;
+	}
+	nl = mnl_socket_open(NETLINK_ROUTE);
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		perror("devtcp-pair: rtnetlink");
+		return 1;
+	}
+	mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
+
+	if (!strcmp(cmd, "del")) {
+		nlh = new_request(buf, RTM_DELLINK, 0);
+		mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+		err = rtnl_talk(nl, nlh, "cannot delete the pair");
+	} else {
+		nlh = new_request(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+		put_link_attrs(nlh, name, queues, mtu, -1);
+		linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+		mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "devtcp");
+		data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+		peer_attr = mnl_attr_nest_start(nlh, IFLA_DEVTCP_PEER);
+		/* The peer's struct ifinfomsg, then its attributes. */
+		memset(mnl_nlmsg_get_payload_tail(nlh), 0, sizeof(struct ifinfomsg));
+		nlh->nlmsg_len += MNL_ALIGN(sizeof(struct ifinfomsg));
+		put_link_attrs(nlh, peer, queues, mtu, peer_ns ? netns_fd(peer_ns) : -1);
+		mnl_attr_nest_end(nlh, peer_attr);
+		mnl_attr_nest_end(nlh, data);
+		mnl_attr_nest_end(nlh, linkinfo);
+		err = rtnl_talk(nl, nlh, "cannot create the pair");
+	}
+	mnl_socket_close(nl);
+	return err ? 1 : 0;
+}
