@@ -8,6 +8,7 @@
 #ifndef _DEVTCP_H
 #define _DEVTCP_H
 
+#include <linux/ethtool.h>
 #include <linux/netdevice.h>
 #include <linux/ptr_ring.h>
 #include <linux/u64_stats_sync.h>
@@ -29,8 +30,17 @@
 
 #define DEVTCP_RSS_KEY_SIZE	40
 #define DEVTCP_RSS_INDIR_SIZE	128
+/* RSS context ids are 1 .. DEVTCP_RSS_MAX_CTX - 1; 0 is the main table. */
+#define DEVTCP_RSS_MAX_CTX	16
+#define DEVTCP_MAX_NTUPLE	256
+
+/* devtcp_rx_classify() verdicts besides a queue index */
+#define DEVTCP_RX_DROP		U32_MAX
+#define DEVTCP_RX_RSS		(U32_MAX - 1)
 
 struct devtcp_priv;
+struct devtcp_ntuple;
+struct flow_keys;
 
 struct devtcp_rxq_stats {
 	u64 packets;
@@ -79,6 +89,12 @@ struct devtcp_rss {
 	u32 indir[DEVTCP_RSS_INDIR_SIZE];
 };
 
+/* An additional RSS context: replaced as a whole, freed after a grace period. */
+struct devtcp_rss_ctx {
+	struct rcu_head rcu;
+	struct devtcp_rss rss;
+};
+
 struct devtcp_priv {
 	struct net_device *dev;
 	struct net_device __rcu *peer;
@@ -89,6 +105,10 @@ struct devtcp_priv {
 	bool hds;			/* header split on */
 	u32 hds_thresh;
 	struct devtcp_rss rss;
+	/* Read by the peer's xmit under RCU, changed under rtnl. */
+	struct devtcp_ntuple __rcu *ntuple;	/* NULL while there are no rules */
+	struct devtcp_rss_ctx __rcu *rss_ctx[DEVTCP_RSS_MAX_CTX];
+	atomic64_t ntuple_drops;	/* frames discarded by a drop rule */
 	bool up;			/* queues are running */
 };
 
@@ -119,6 +139,22 @@ u32 devtcp_toeplitz(const u8 *key, const u8 *data, unsigned int len);
 extern const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops;
 extern const struct netdev_stat_ops devtcp_stat_ops;
 extern const struct attribute_group devtcp_sysfs_group;
+
+/* ntuple.c */
+u32 devtcp_ntuple_lookup(struct devtcp_priv *rx, const struct flow_keys *keys,
+			 const struct devtcp_rss **rss);
+int devtcp_get_rxnfc(struct net_device *dev, struct ethtool_rxnfc *cmd, u32 *locs);
+int devtcp_set_rxnfc(struct net_device *dev, struct ethtool_rxnfc *cmd);
+int devtcp_create_rxfh_context(struct net_device *dev, struct ethtool_rxfh_context *ctx,
+			       const struct ethtool_rxfh_param *rxfh,
+			       struct netlink_ext_ack *extack);
+int devtcp_modify_rxfh_context(struct net_device *dev, struct ethtool_rxfh_context *ctx,
+			       const struct ethtool_rxfh_param *rxfh,
+			       struct netlink_ext_ack *extack);
+int devtcp_remove_rxfh_context(struct net_device *dev, struct ethtool_rxfh_context *ctx,
+			       u32 rss_context, struct netlink_ext_ack *extack);
+void devtcp_ntuple_flush(struct devtcp_priv *priv);
+void devtcp_ntuple_free(struct devtcp_priv *priv);
 
 /* ethtool.c */
 extern const struct ethtool_ops devtcp_ethtool_ops;

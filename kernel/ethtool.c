@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* ethtool: driver info, channels, rings and header split, RSS, statistics. */
+/* ntuple rules and RSS contexts are in ntuple.c. */
 #include <linux/ethtool.h>
 #include <linux/netdevice.h>
 #include <net/netdev_queues.h>
@@ -141,7 +142,7 @@ static int devtcp_get_sset_count(struct net_device *dev, int sset)
 	if (sset != ETH_SS_STATS)
 		return -EOPNOTSUPP;
 	return dev->real_num_rx_queues * DEVTCP_RXQ_STATS +
-	       dev->real_num_tx_queues * DEVTCP_TXQ_STATS;
+	       dev->real_num_tx_queues * DEVTCP_TXQ_STATS + 1;
 }
 
 static void devtcp_get_strings(struct net_device *dev, u32 sset, u8 *data)
@@ -156,6 +157,7 @@ static void devtcp_get_strings(struct net_device *dev, u32 sset, u8 *data)
 	for (q = 0; q < dev->real_num_tx_queues; q++)
 		for (i = 0; i < DEVTCP_TXQ_STATS; i++)
 			ethtool_sprintf(&data, "tx%d_%s", q, devtcp_txq_stat_names[i]);
+	ethtool_puts(&data, "rx_ntuple_drops");
 }
 
 static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stats *stats,
@@ -190,6 +192,7 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 		} while (u64_stats_fetch_retry(&s->syncp, start));
 		data += DEVTCP_TXQ_STATS;
 	}
+	data[0] = atomic64_read(&priv->ntuple_drops);
 }
 
 const struct ethtool_ops devtcp_ethtool_ops = {
@@ -198,6 +201,8 @@ const struct ethtool_ops devtcp_ethtool_ops = {
 				  ETHTOOL_OP_NEEDS_RTNL_SRINGPARAM,
 	.supported_ring_params	= ETHTOOL_RING_USE_TCP_DATA_SPLIT |
 				  ETHTOOL_RING_USE_HDS_THRS,
+	.rxfh_per_ctx_key	= 1,
+	.rxfh_max_num_contexts	= DEVTCP_RSS_MAX_CTX,
 	.get_drvinfo		= devtcp_get_drvinfo,
 	.get_link		= ethtool_op_get_link,
 	.get_channels		= devtcp_get_channels,
@@ -209,6 +214,11 @@ const struct ethtool_ops devtcp_ethtool_ops = {
 	.get_rxfh_indir_size	= devtcp_get_rxfh_indir_size,
 	.get_rxfh		= devtcp_get_rxfh,
 	.set_rxfh		= devtcp_set_rxfh,
+	.get_rxnfc		= devtcp_get_rxnfc,
+	.set_rxnfc		= devtcp_set_rxnfc,
+	.create_rxfh_context	= devtcp_create_rxfh_context,
+	.modify_rxfh_context	= devtcp_modify_rxfh_context,
+	.remove_rxfh_context	= devtcp_remove_rxfh_context,
 	.get_sset_count		= devtcp_get_sset_count,
 	.get_strings		= devtcp_get_strings,
 	.get_ethtool_stats	= devtcp_get_ethtool_stats,

@@ -141,6 +141,15 @@ static void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 
 		s->tx_bytes += bytes;
 		s->tx_dropped += drops;
 	}
+	s->rx_dropped += atomic64_read(&priv->ntuple_drops);
+}
+
+static int devtcp_set_features(struct net_device *dev, netdev_features_t features)
+{
+	/* Rules exist only while ntuple is on (see ntuple.c). */
+	if ((dev->features & NETIF_F_NTUPLE) && !(features & NETIF_F_NTUPLE))
+		devtcp_ntuple_flush(netdev_priv(dev));
+	return 0;
 }
 
 static int devtcp_get_iflink(const struct net_device *dev)
@@ -164,6 +173,7 @@ static const struct net_device_ops devtcp_netdev_ops = {
 	.ndo_stop		= devtcp_stop,
 	.ndo_start_xmit		= devtcp_start_xmit,
 	.ndo_get_stats64	= devtcp_get_stats64,
+	.ndo_set_features	= devtcp_set_features,
 	.ndo_set_mac_address	= eth_mac_addr,
 	.ndo_validate_addr	= eth_validate_addr,
 	.ndo_get_iflink		= devtcp_get_iflink,
@@ -198,6 +208,7 @@ static void devtcp_dev_uninit(struct net_device *dev)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 
+	devtcp_ntuple_free(priv);
 	kvfree(priv->rxq);
 	kvfree(priv->txq);
 }
@@ -220,8 +231,9 @@ static void devtcp_setup(struct net_device *dev)
 
 	/* The device model checksums nothing: the wire never corrupts. */
 	dev->hw_features = NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_RXCSUM |
-			   NETIF_F_TSO | NETIF_F_TSO6 | NETIF_F_GRO;
-	dev->features = dev->hw_features;
+			   NETIF_F_TSO | NETIF_F_TSO6 | NETIF_F_GRO | NETIF_F_NTUPLE;
+	/* Flow steering is opt-in (ethtool -K ntuple on), as on most NICs. */
+	dev->features = dev->hw_features & ~NETIF_F_NTUPLE;
 	dev->vlan_features = dev->features;
 	/* A TSO frame is received whole, like hardware GRO: 64 KiB at most. */
 	netif_set_tso_max_size(dev, GSO_LEGACY_MAX_SIZE);

@@ -12,10 +12,15 @@
 
 #include "devtcp.h"
 
-/* RSS over the 4-tuple (2-tuple for non TCP/UDP), as the receiving NIC does. */
+/*
+ * The receiving NIC's choice of RX queue: its ntuple rules first, then RSS
+ * over the 4-tuple (2-tuple for non TCP/UDP) with the main table or the
+ * context a rule names. DEVTCP_RX_DROP when a rule discards the frame.
+ */
 static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 {
 	u32 nq = READ_ONCE(rx->dev->real_num_rx_queues);
+	const struct devtcp_rss *rss = &rx->rss;
 	struct flow_keys keys;
 	u8 in[36];
 	int len = 0;
@@ -36,13 +41,18 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 		return 0;	/* non-IP traffic goes to queue 0 */
 	}
 	if (keys.basic.ip_proto == IPPROTO_TCP || keys.basic.ip_proto == IPPROTO_UDP) {
+		q = devtcp_ntuple_lookup(rx, &keys, &rss);
+		if (q == DEVTCP_RX_DROP)
+			return q;
+		if (q != DEVTCP_RX_RSS)
+			return q < nq ? q : q % nq;
 		memcpy(in + len, &keys.ports.src, 2);
 		memcpy(in + len + 2, &keys.ports.dst, 2);
 		len += 4;
 	}
 
-	hash = devtcp_toeplitz(rx->rss.key, in, len);
-	q = READ_ONCE(rx->rss.indir[hash % DEVTCP_RSS_INDIR_SIZE]);
+	hash = devtcp_toeplitz(rss->key, in, len);
+	q = READ_ONCE(rss->indir[hash % DEVTCP_RSS_INDIR_SIZE]);
 	skb->hash = hash;	/* carried to the receiver, see rx.c */
 	return q < nq ? q : q % nq;
 }
@@ -86,6 +96,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	struct net_device *peer;
 	struct devtcp_rxq *rxq;
 	unsigned int len = skb->len;
+	u32 q;
 
 	peer = rcu_dereference_bh(priv->peer);
 	if (unlikely(!peer || !netif_running(peer)))
@@ -97,7 +108,15 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		     !(skb_shinfo(skb)->gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6))))
 		goto drop;
 
-	rxq = &rx->rxq[devtcp_rx_classify(rx, skb)];
+	q = devtcp_rx_classify(rx, skb);
+	if (unlikely(q == DEVTCP_RX_DROP)) {
+		/* The wire delivered it; the receiver's filter discards it. */
+		atomic64_inc(&rx->ntuple_drops);
+		devtcp_tx_count(txq, len, true);
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+	rxq = &rx->rxq[q];
 	skb_tx_timestamp(skb);
 	if (unlikely(ptr_ring_produce(&rxq->wire, skb))) {
 		/* Another queue filled the ring first: retry once it drains. */
