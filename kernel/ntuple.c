@@ -7,9 +7,8 @@
  *
  * Rules and contexts change under the netdev instance lock (the device has
  * queue management ops, so ethtool calls hold it) and are read by the peer's
- * xmit path
- * on any CPU, so each change publishes a new copy with RCU and frees the old
- * one after a grace period: the fast path takes no lock.
+ * xmit path on any CPU, so each change publishes a new copy with RCU and
+ * frees the old one after a grace period: the fast path takes no lock.
  *
  * Rules can only be inserted while NETIF_F_NTUPLE is on, and turning it off
  * removes them all, as most NICs do. A context used by a rule cannot be
@@ -328,7 +327,6 @@ static int devtcp_ntuple_get(const struct devtcp_ntuple *nt, struct ethtool_rxnf
 int devtcp_get_rxnfc(struct net_device *dev, struct ethtool_rxnfc *cmd, u32 *locs)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
-	int err;
 
 	if (cmd->cmd == ETHTOOL_GRXRINGS) {
 		cmd->data = dev->real_num_rx_queues;
