@@ -9,7 +9,7 @@ restarts=${DEVTCP_RESTARTS:-1000}
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 ip netns exec ns2 ethtool -G dtb tcp-data-split on || fail "cannot enable header split"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-nl() { ip netns exec ns2 python3 selftests/net/netdev_nl.py "$@"; }
+nl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
 
 echo "before: $(nl page-pools "$ifindex")"
 check "every RX queue has a NAPI in netdev netlink" \

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Reads the netdev generic netlink family (Documentation/netlink/specs/
-netdev.yaml) for tests: tests check kernel state through it, independently
-of the project's own C library.
+"""Speaks the netdev and ethtool generic netlink families for tests, so
+tests check kernel state independently of the project's own C library (and
+of the VM's ethtool 6.14, which cannot set hds-thresh).
 
-  netdev_nl.py page-pools IFINDEX   "pools N inflight N detached N" of a device
-  netdev_nl.py queues IFINDEX       one line "rx|tx ID napi NAPI_ID" per queue
+  genl.py page-pools IFINDEX          "pools N inflight N detached N" of a device
+  genl.py queues IFINDEX              one line "rx|tx ID napi NAPI_ID" per queue
+  genl.py hds-thresh IFNAME           "hds-thresh N max N"
+  genl.py set-hds-thresh IFNAME N     set it; on error print the extack, exit 1
 """
 import os
 import socket
@@ -18,6 +20,12 @@ CTRL_CMD_GETFAMILY = 3
 CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST = 1
+NLM_F_ACK = 4
+NLM_F_CAPPED = 0x100
+NLM_F_ACK_TLVS = 0x200
+NETLINK_EXT_ACK = 11
+NLMSGERR_ATTR_MSG = 1
+SOL_NETLINK = 270
 NLM_F_DUMP = 0x300
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
@@ -26,6 +34,10 @@ CMD_PAGE_POOL_GET = 5
 CMD_QUEUE_GET = 10
 PP_ID, PP_IFINDEX, PP_NAPI, PP_INFLIGHT, PP_INFLIGHT_MEM, PP_DETACH = 1, 2, 3, 4, 5, 6
 Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI = 1, 2, 3, 4
+
+ETHTOOL_MSG_RINGS_GET, ETHTOOL_MSG_RINGS_SET = 15, 16
+RINGS_HEADER, RINGS_HDS_THRESH, RINGS_HDS_THRESH_MAX = 1, 17, 18
+HEADER_DEV_NAME = 2
 
 
 def attrs(buf):
@@ -48,7 +60,7 @@ def request(sock, family, cmd, payload, flags):
     while True:
         data = sock.recv(1 << 20)
         while data:
-            mlen, mtype, _, _, _ = struct.unpack_from("IHHII", data)
+            mlen, mtype, mflags, _, _ = struct.unpack_from("IHHII", data)
             body = data[16:mlen]
             data = data[(mlen + 3) & ~3:]
             if mtype == NLMSG_DONE:
@@ -56,16 +68,23 @@ def request(sock, family, cmd, payload, flags):
             if mtype == NLMSG_ERROR:
                 err = struct.unpack_from("i", body)[0]
                 if err:
-                    raise OSError(-err, os.strerror(-err))
+                    msg = ""
+                    if mflags & NLM_F_ACK_TLVS:
+                        # error code, the request (only its header if
+                        # capped), then the TLVs
+                        req_len = 16 if mflags & NLM_F_CAPPED else struct.unpack_from("I", body, 4)[0]
+                        tlvs = attrs(body[4 + req_len:])
+                        msg = tlvs.get(NLMSGERR_ATTR_MSG, b"").rstrip(b"\0").decode()
+                    raise OSError(-err, os.strerror(-err) + (": " + msg if msg else ""))
                 return msgs
             msgs.append(attrs(body[4:]))
             if not flags & NLM_F_DUMP:
                 return msgs
 
 
-def netdev_family(sock):
+def family(sock, name):
     reply = request(sock, GENL_ID_CTRL, CTRL_CMD_GETFAMILY,
-                    attr(CTRL_ATTR_FAMILY_NAME, b"netdev\0"), 0)
+                    attr(CTRL_ATTR_FAMILY_NAME, name.encode() + b"\0"), 0)
     return struct.unpack("H", reply[0][CTRL_ATTR_FAMILY_ID][:2])[0]
 
 
@@ -78,9 +97,28 @@ def uint(a):
     return struct.unpack("Q" if len(a) == 8 else "I", a)[0]
 
 
+def rings(sock, argv):
+    fam = family(sock, "ethtool")
+    header = attr(RINGS_HEADER | 0x8000, attr(HEADER_DEV_NAME, argv[2].encode() + b"\0"))
+    if argv[1] == "set-hds-thresh":
+        try:
+            request(sock, fam, ETHTOOL_MSG_RINGS_SET,
+                    header + attr(RINGS_HDS_THRESH, struct.pack("I", int(argv[3]))), NLM_F_ACK)
+        except OSError as e:
+            print(f"set-hds-thresh: {e.strerror}", file=sys.stderr)
+            return 1
+        return 0
+    r = request(sock, fam, ETHTOOL_MSG_RINGS_GET, header, 0)[0]
+    print(f"hds-thresh {u32(r[RINGS_HDS_THRESH])} max {u32(r[RINGS_HDS_THRESH_MAX])}")
+    return 0
+
+
 def main(argv):
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
-    fam = netdev_family(sock)
+    sock.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
+    if argv[1] in ("hds-thresh", "set-hds-thresh"):
+        return rings(sock, argv)
+    fam = family(sock, "netdev")
     ifindex = int(argv[2])
     if argv[1] == "page-pools":
         pools = inflight = detached = 0

@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Header split and hds-thresh (set over ethtool netlink by genl.py): frames
+# whose payload is no larger than the threshold stay whole in the header
+# buffer, larger ones are split; out-of-range thresholds are refused with the
+# core's message and change nothing.
+. "$(dirname "$0")/../lib.sh"
+
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+nl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
+split_total() {
+	ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_split_packets:/ { s += $2 } END { print s + 0 }'
+}
+rx_total() {
+	ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_packets:/ { s += $2 } END { print s + 0 }'
+}
+# send_udp SIZE COUNT: datagrams from ns1 to ns2
+send_udp() {
+	ip netns exec ns1 python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range($2):
+    s.sendto(b'u' * $1, ('10.99.0.2', 9999))"
+}
+
+ip netns exec ns2 ethtool -G dtb tcp-data-split on || fail "cannot enable header split"
+check "hds-thresh starts at 0 with maximum 1024" \
+	test "$(nl hds-thresh dtb)" = "hds-thresh 0 max 1024"
+
+out=$(nl set-hds-thresh dtb 2000 2>&1)
+check "hds-thresh 2000 is refused" test $? -ne 0
+echo "$out"
+check "... with a message" grep -q "exceeds maximum" <<< "$out"
+check "... and it stays 0" test "$(nl hds-thresh dtb)" = "hds-thresh 0 max 1024"
+
+# Threshold 0: every datagram with payload is split.
+s0=$(split_total); p0=$(rx_total)
+send_udp 100 200
+sleep 1
+s1=$(split_total); p1=$(rx_total)
+echo "threshold 0: $((p1 - p0)) frames, $((s1 - s0)) split"
+check "with hds-thresh 0, 100-byte datagrams are split" test $((s1 - s0)) -ge 200
+
+check "hds-thresh 256 is accepted" nl set-hds-thresh dtb 256
+check "... and reads back" test "$(nl hds-thresh dtb)" = "hds-thresh 256 max 1024"
+s0=$(split_total); p0=$(rx_total)
+send_udp 100 200
+sleep 1
+s1=$(split_total); p1=$(rx_total)
+echo "threshold 256, 100 bytes: $((p1 - p0)) frames, $((s1 - s0)) split"
+check "100-byte datagrams stay whole under threshold 256" test $((s1 - s0)) -eq 0
+check "... and were received" test $((p1 - p0)) -ge 200
+s0=$(split_total)
+send_udp 600 200
+sleep 1
+s1=$(split_total)
+echo "threshold 256, 600 bytes: $((s1 - s0)) split"
+check "600-byte datagrams are split under threshold 256" test $((s1 - s0)) -ge 200
+
+ip netns exec ns2 selftests/net/tcp_stream recv -p 5400 -n 50000000 -s 11 > /tmp/recv.out &
+ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5400 -n 50000000 -s 11 > /dev/null
+check "a stream is intact with hds-thresh 256" wait $!
+ip netns del ns1
+ip netns del ns2
+finish
