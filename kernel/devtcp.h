@@ -21,6 +21,9 @@
 #define DEVTCP_RING_MIN		64
 #define DEVTCP_RING_MAX		4096
 
+/* TX completions one NAPI poll handles before it asks to run again. */
+#define DEVTCP_TX_CLEAN_MAX	256
+
 /* Header buffers: 2 KiB page pool fragments holding an skb head. */
 #define DEVTCP_HDR_BUF_SIZE	2048
 #define DEVTCP_HDR_HEADROOM	(NET_SKB_PAD + NET_IP_ALIGN)
@@ -80,9 +83,22 @@ struct devtcp_txq_stats {
 	struct u64_stats_sync syncp;
 };
 
+/*
+ * A TX queue. It shares the NAPI of RX queue idx (combined channels): the
+ * channel's NAPI completes frames the peer has read, then receives.
+ */
 struct devtcp_txq {
+	struct ptr_ring done;		/* frames the peer has read: to complete */
+	atomic_t inflight;		/* sent and not yet completed: the TX ring */
 	struct devtcp_txq_stats stats;
 };
+
+/* skb->cb of a frame on the wire. */
+struct devtcp_skb_cb {
+	u32 gen;		/* the sender's queue generation when it was sent */
+};
+
+#define DEVTCP_SKB_CB(skb) ((struct devtcp_skb_cb *)(skb)->cb)
 
 struct devtcp_rss {
 	u8 key[DEVTCP_RSS_KEY_SIZE];
@@ -110,6 +126,10 @@ struct devtcp_priv {
 	struct devtcp_rss_ctx __rcu *rss_ctx[DEVTCP_RSS_MAX_CTX];
 	atomic64_t ntuple_drops;	/* frames discarded by a drop rule */
 	bool up;			/* queues are running */
+	u32 gen;			/* bumped at every queue stop: frames sent
+					 * before it are not completed to the new
+					 * TX rings
+					 */
 };
 
 /* main.c */
@@ -129,6 +149,8 @@ int devtcp_rx_poll(struct napi_struct *napi, int budget);
 
 /* tx.c */
 netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev);
+void devtcp_tx_complete(struct devtcp_rxq *rxq, struct sk_buff *skb, int budget);
+int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget);
 
 /* rss.c */
 void devtcp_rss_init(struct devtcp_priv *priv);

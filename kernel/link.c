@@ -20,8 +20,13 @@ static void devtcp_queues_down(struct devtcp_priv *priv)
 	int i;
 
 	WRITE_ONCE(priv->up, false);
-	/* No sender is still inside devtcp_start_xmit() on our rings. */
+	/*
+	 * No peer is still inside devtcp_start_xmit() on our wire rings or
+	 * devtcp_tx_complete() on our completion rings; frames we sent
+	 * before now will not be completed to the new rings.
+	 */
 	synchronize_net();
+	WRITE_ONCE(priv->gen, priv->gen + 1);
 	for (i = 0; i < dev->real_num_rx_queues; i++)
 		devtcp_rxq_close(&priv->rxq[i]);
 }
@@ -36,7 +41,8 @@ static int devtcp_queues_up(struct devtcp_priv *priv)
 		if (err)
 			goto err_close;
 	}
-	WRITE_ONCE(priv->up, true);
+	/* Pairs with smp_load_acquire() in devtcp_tx_complete(). */
+	smp_store_release(&priv->up, true);
 	return 0;
 
 err_close:

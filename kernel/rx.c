@@ -176,15 +176,19 @@ int devtcp_rx_poll(struct napi_struct *napi, int budget)
 {
 	struct devtcp_rxq *rxq = container_of(napi, struct devtcp_rxq, napi);
 	struct sk_buff *src;
-	int done = 0;
+	int cleaned, done = 0;
+
+	/* TX completions first, as NICs do; they do not count as RX work. */
+	cleaned = devtcp_tx_clean(rxq, budget);
 
 	while (done < budget && (src = __ptr_ring_consume(&rxq->wire))) {
 		devtcp_rx_frame(rxq, src);
-		/* The frame has been read: its TX completion. */
-		napi_consume_skb(src, budget);
+		devtcp_tx_complete(rxq, src, budget);
 		done++;
 	}
 	devtcp_rx_wake_senders(rxq);
+	if (cleaned == DEVTCP_TX_CLEAN_MAX)
+		return budget;
 	if (done < budget)
 		napi_complete_done(napi, done);
 	return done;
@@ -244,20 +248,31 @@ int devtcp_rxq_open(struct devtcp_rxq *rxq)
 	struct net_device *dev = priv->dev;
 	int err;
 
+	struct devtcp_txq *txq = &priv->txq[rxq->idx];
+
 	err = ptr_ring_init(&rxq->wire, priv->rx_ring_size, GFP_KERNEL);
 	if (err)
 		return err;
+	err = ptr_ring_init(&txq->done, priv->tx_ring_size, GFP_KERNEL);
+	if (err)
+		goto err_wire;
+	atomic_set(&txq->inflight, 0);
 	netif_napi_add_config_locked(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
 	err = devtcp_rx_mem_alloc(rxq, &rxq->mem);
-	if (err) {
-		netif_napi_del_locked(&rxq->napi);
-		ptr_ring_cleanup(&rxq->wire, NULL);
-		return err;
-	}
+	if (err)
+		goto err_napi;
 	rxq->sender_stopped = false;
 	napi_enable_locked(&rxq->napi);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, &rxq->napi);
+	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_TX, &rxq->napi);
 	return 0;
+
+err_napi:
+	netif_napi_del_locked(&rxq->napi);
+	ptr_ring_cleanup(&txq->done, NULL);
+err_wire:
+	ptr_ring_cleanup(&rxq->wire, NULL);
+	return err;
 }
 
 static void devtcp_free_frame(void *ptr)
@@ -265,11 +280,26 @@ static void devtcp_free_frame(void *ptr)
 	dev_kfree_skb_any(ptr);
 }
 
+/*
+ * The channel stops: frames waiting on our wire are dropped (the sender
+ * completes them, TCP resends), frames we sent and the peer has read are
+ * freed. The peer no longer completes to us: devtcp_queues_down() has
+ * cleared priv->up and waited for it to be seen.
+ */
 void devtcp_rxq_close(struct devtcp_rxq *rxq)
 {
-	netif_queue_set_napi(rxq->priv->dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, NULL);
+	struct net_device *dev = rxq->priv->dev;
+	struct sk_buff *skb;
+
+	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, NULL);
+	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_TX, NULL);
 	napi_disable_locked(&rxq->napi);
 	netif_napi_del_locked(&rxq->napi);
-	ptr_ring_cleanup(&rxq->wire, devtcp_free_frame);
+	local_bh_disable();
+	while ((skb = __ptr_ring_consume(&rxq->wire)))
+		devtcp_tx_complete(rxq, skb, 0);
+	local_bh_enable();
+	ptr_ring_cleanup(&rxq->wire, NULL);
+	ptr_ring_cleanup(&rxq->priv->txq[rxq->idx].done, devtcp_free_frame);
 	devtcp_rx_mem_free(&rxq->mem);
 }

@@ -86,6 +86,22 @@ static void devtcp_tx_stop(struct devtcp_txq *txq, struct netdev_queue *nq,
 	u64_stats_update_end(&txq->stats.syncp);
 }
 
+/* Every TX ring slot holds a frame not yet completed: wait for completions. */
+static void devtcp_tx_ring_full(struct devtcp_priv *priv, struct devtcp_txq *txq,
+				struct netdev_queue *nq)
+{
+	netif_tx_stop_queue(nq);
+	/* Pairs with the barrier in devtcp_tx_clean(). */
+	smp_mb__after_atomic();
+	if (atomic_read(&txq->inflight) < priv->tx_ring_size) {
+		netif_tx_wake_queue(nq);
+		return;
+	}
+	u64_stats_update_begin(&txq->stats.syncp);
+	txq->stats.stopped++;
+	u64_stats_update_end(&txq->stats.syncp);
+}
+
 netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
@@ -118,8 +134,11 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	}
 	rxq = &rx->rxq[q];
 	skb_tx_timestamp(skb);
+	DEVTCP_SKB_CB(skb)->gen = priv->gen;
+	atomic_inc(&txq->inflight);
 	if (unlikely(ptr_ring_produce(&rxq->wire, skb))) {
 		/* Another queue filled the ring first: retry once it drains. */
+		atomic_dec(&txq->inflight);
 		devtcp_tx_stop(txq, nq, rxq);
 		napi_schedule(&rxq->napi);
 		return NETDEV_TX_BUSY;
@@ -127,6 +146,8 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	devtcp_tx_count(txq, len, true);
 	if (ptr_ring_full(&rxq->wire))
 		devtcp_tx_stop(txq, nq, rxq);
+	else if (atomic_read(&txq->inflight) >= priv->tx_ring_size)
+		devtcp_tx_ring_full(priv, txq, nq);
 	napi_schedule(&rxq->napi);
 	return NETDEV_TX_OK;
 
@@ -134,4 +155,56 @@ drop:
 	devtcp_tx_count(txq, len, false);
 	dev_kfree_skb_any(skb);
 	return NETDEV_TX_OK;
+}
+
+/*
+ * The peer has read @skb (or dropped it): hand it back to the sender's
+ * channel, whose NAPI completes it. Frames of a sender that has since
+ * stopped its queues are simply freed. Called in BH context.
+ */
+void devtcp_tx_complete(struct devtcp_rxq *rxq, struct sk_buff *skb, int budget)
+{
+	u16 qid = skb_get_queue_mapping(skb);
+	struct devtcp_priv *tx;
+	struct net_device *sender;
+
+	rcu_read_lock();
+	sender = rcu_dereference(rxq->priv->peer);
+	if (sender) {
+		tx = netdev_priv(sender);
+		/* Pairs with smp_store_release() in devtcp_queues_up(). */
+		if (smp_load_acquire(&tx->up) && DEVTCP_SKB_CB(skb)->gen == READ_ONCE(tx->gen) &&
+		    qid < READ_ONCE(sender->real_num_tx_queues) &&
+		    !ptr_ring_produce(&tx->txq[qid].done, skb)) {
+			napi_schedule(&tx->rxq[qid].napi);
+			rcu_read_unlock();
+			return;
+		}
+	}
+	rcu_read_unlock();
+	napi_consume_skb(skb, budget);
+}
+
+/* Completes frames of the channel's TX queue; returns how many. */
+int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget)
+{
+	struct devtcp_priv *priv = rxq->priv;
+	struct devtcp_txq *txq = &priv->txq[rxq->idx];
+	struct netdev_queue *nq;
+	struct sk_buff *skb;
+	int n = 0;
+
+	while (n < DEVTCP_TX_CLEAN_MAX && (skb = __ptr_ring_consume(&txq->done))) {
+		napi_consume_skb(skb, budget);
+		n++;
+	}
+	if (!n)
+		return 0;
+	atomic_sub(n, &txq->inflight);
+	/* Pairs with the barrier in devtcp_tx_ring_full(). */
+	smp_mb__after_atomic();
+	nq = netdev_get_tx_queue(priv->dev, rxq->idx);
+	if (netif_tx_queue_stopped(nq) && atomic_read(&txq->inflight) < priv->tx_ring_size)
+		netif_tx_wake_queue(nq);
+	return n;
 }

@@ -14,6 +14,9 @@ nl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
 echo "before: $(nl page-pools "$ifindex")"
 check "every RX queue has a NAPI in netdev netlink" \
 	test "$(nl queues "$ifindex" | awk '$1 == "rx" && $4 > 0' | wc -l)" = 8
+check "TX queue N shares RX queue N's NAPI (combined channels)" \
+	test "$(nl queues "$ifindex" | awk '{ napi[$1, $2] = $4 } END {
+		for (q = 0; q < 8; q++) if (napi["rx", q] != napi["tx", q]) bad = 1; print bad + 0 }')" = 0
 check "two page pools per RX queue (header and payload)" \
 	bash -c "[[ '$(nl page-pools "$ifindex")' == 'pools 16 '* ]]"
 

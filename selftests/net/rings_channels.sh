@@ -56,6 +56,13 @@ rc=$?
 cat /tmp/recv.out
 check "20 queue restarts under traffic all succeeded ($restarts)" test $restarts = 20
 check "the stream arrived intact across the restarts" test $rc = 0
+
+# A 64-frame TX ring on the sender: completions pace it, nothing is lost.
+ip netns exec ns1 ethtool -G dta tx 64 || fail "cannot set the sender's TX ring"
+ip netns exec ns2 selftests/net/tcp_stream recv -p 5101 -n 100000000 -s 6 > /tmp/recv.out &
+ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5101 -n 100000000 -s 6 > /dev/null
+check "a stream is intact through a 64-frame TX ring" wait $!
+cat /tmp/recv.out
 ip netns del ns1
 ip netns del ns2
 finish
