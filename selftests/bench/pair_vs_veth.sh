@@ -24,7 +24,7 @@ tcp_stream=selftests/net/tcp_stream
 
 [ -x $tcp_stream ] || fail "$tcp_stream is not built; run 'make' first"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; ip -all netns del 2>/dev/null' EXIT
+trap 'rm -rf "$tmp"; for ns in ns1 ns2 ns3 ns4; do ip netns del $ns 2>/dev/null; done' EXIT
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the devtcp pair"
 ip netns add ns3 && ip netns add ns4 &&
@@ -81,7 +81,8 @@ transfer() {
 median() { tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "== $(uname -r), $(nproc) CPUs; $repeats run(s) each," \
-	"1 stream: $single_bytes bytes, N streams: $multi_bytes bytes each"
+	"1 stream: $single_bytes bytes, N streams: $multi_bytes bytes each;" \
+	"every byte validated"
 declare -A runs
 port=6000
 # Repeats go round all configurations so that drift in the VM's speed spreads
