@@ -4,6 +4,7 @@
 #   make            provision the test kernel (once), build devtcp.ko and user space
 #   make check      host tests + VM selftests; ends with "N passed, N failed"
 #   make demo       bring up a devtcp NIC pair in the VM and move data over it
+#   make bench      TCP throughput of a devtcp pair against veth in the VM
 #   make checkpatch checkpatch.pl --strict over the kernel sources
 #
 # Building for a real host's running kernel instead of the test kernel:
@@ -31,6 +32,9 @@ check: all
 demo: all
 	@selftests/vm/run -- selftests/demo.sh
 
+bench: all
+	@selftests/bench/run
+
 checkpatch: provision
 	@selftests/checkpatch.sh
 
@@ -41,4 +45,4 @@ clean:
 	@$(MAKE) -s -C userspace clean
 	@$(MAKE) -s -C selftests/net clean
 
-.PHONY: all provision modules userspace check demo checkpatch clean
+.PHONY: all provision modules userspace check demo bench checkpatch clean
