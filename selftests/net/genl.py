@@ -6,6 +6,7 @@ of the VM's ethtool 6.14, which cannot set hds-thresh).
 
   genl.py page-pools IFINDEX          "pools N inflight N detached N" of a device
   genl.py queues IFINDEX              one line "rx|tx ID napi NAPI_ID" per queue
+  genl.py qstats IFINDEX              one line "rx|tx ID packets N bytes N" per queue
   genl.py hds-thresh IFNAME           "hds-thresh N max N"
   genl.py set-hds-thresh IFNAME N     set it; on error print the extack, exit 1
 """
@@ -32,6 +33,10 @@ NLMSG_DONE = 3
 
 CMD_PAGE_POOL_GET = 5
 CMD_QUEUE_GET = 10
+CMD_QSTATS_GET = 12
+QS_IFINDEX, QS_QUEUE_TYPE, QS_QUEUE_ID, QS_SCOPE = 1, 2, 3, 4
+QS_RX_PACKETS, QS_RX_BYTES, QS_TX_PACKETS, QS_TX_BYTES = 8, 9, 10, 11
+QSTATS_SCOPE_QUEUE = 1
 PP_ID, PP_IFINDEX, PP_NAPI, PP_INFLIGHT, PP_INFLIGHT_MEM, PP_DETACH = 1, 2, 3, 4, 5, 6
 Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI = 1, 2, 3, 4
 
@@ -135,6 +140,15 @@ def main(argv):
             kind = "rx" if u32(q[Q_TYPE]) == 0 else "tx"
             napi = u32(q[Q_NAPI]) if Q_NAPI in q else 0
             print(f"{kind} {u32(q[Q_ID])} napi {napi}")
+        return 0
+    if argv[1] == "qstats":
+        req = attr(QS_IFINDEX, struct.pack("I", ifindex)) + \
+            attr(QS_SCOPE, struct.pack("I", QSTATS_SCOPE_QUEUE))
+        for q in request(sock, fam, CMD_QSTATS_GET, req, NLM_F_DUMP):
+            rx = u32(q[QS_QUEUE_TYPE]) == 0
+            pk, by = (QS_RX_PACKETS, QS_RX_BYTES) if rx else (QS_TX_PACKETS, QS_TX_BYTES)
+            print(f"{'rx' if rx else 'tx'} {u32(q[QS_QUEUE_ID])} "
+                  f"packets {uint(q.get(pk, bytes(4)))} bytes {uint(q.get(by, bytes(4)))}")
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -37,6 +37,13 @@ check "the stream arrived intact across $restarts restarts" test $rc = 0
 done_restarts=$(ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_restarts:/ { s += $2 } END { print s }')
 check "the driver counted $restarts restarts ($done_restarts)" test "$done_restarts" = "$restarts"
 
+nl_bytes=$(nl qstats "$ifindex" | awk '$1 == "rx" { print $2, $6 }')
+et_bytes=$(ip netns exec ns2 ethtool -S dtb | sed -n 's/^ *rx\([0-9]*\)_bytes: \([0-9]*\)$/\1 \2/p')
+echo "rx bytes per queue (qstats-get):"; echo "$nl_bytes"
+check "netdev qstats-get per-queue rx bytes equal ethtool -S" test "$nl_bytes" = "$et_bytes"
+check "qstats-get counts the stream" \
+	test "$(awk '{ s += $2 } END { print s }' <<< "$nl_bytes")" -ge $bytes
+
 out=$(ip netns exec ns2 bash -c 'echo 8 > /sys/class/net/dtb/devtcp/restart_rx_queue' 2>&1)
 check "restarting a queue that does not exist fails" test $? -ne 0
 echo "$out"
