@@ -159,8 +159,13 @@ u32 devtcp_toeplitz(const u8 *key, const u8 *data, unsigned int len);
 
 /* queues.c */
 extern const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops;
-extern const struct netdev_stat_ops devtcp_stat_ops;
 extern const struct attribute_group devtcp_sysfs_group;
+
+/* stats.c */
+void devtcp_rxq_stats_read(const struct devtcp_rxq *rxq, struct devtcp_rxq_stats *out);
+void devtcp_txq_stats_read(const struct devtcp_txq *txq, struct devtcp_txq_stats *out);
+void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s);
+extern const struct netdev_stat_ops devtcp_stat_ops;
 
 /* ntuple.c */
 u32 devtcp_ntuple_lookup(struct devtcp_priv *rx, const struct flow_keys *keys,

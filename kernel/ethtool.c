@@ -164,35 +164,26 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 				     u64 *data)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
-	unsigned int start;
+	struct devtcp_rxq_stats rs;
+	struct devtcp_txq_stats ts;
 	int q;
 
 	for (q = 0; q < dev->real_num_rx_queues; q++) {
-		struct devtcp_rxq_stats *s = &priv->rxq[q].stats;
-
-		do {
-			start = u64_stats_fetch_begin(&s->syncp);
-			data[0] = s->packets;
-			data[1] = s->bytes;
-			data[2] = s->split_packets;
-			data[3] = s->alloc_fail;
-			data[4] = priv->rxq[q].restarts;
-		} while (u64_stats_fetch_retry(&s->syncp, start));
-		data += DEVTCP_RXQ_STATS;
+		devtcp_rxq_stats_read(&priv->rxq[q], &rs);
+		*data++ = rs.packets;
+		*data++ = rs.bytes;
+		*data++ = rs.split_packets;
+		*data++ = rs.alloc_fail;
+		*data++ = priv->rxq[q].restarts;
 	}
 	for (q = 0; q < dev->real_num_tx_queues; q++) {
-		struct devtcp_txq_stats *s = &priv->txq[q].stats;
-
-		do {
-			start = u64_stats_fetch_begin(&s->syncp);
-			data[0] = s->packets;
-			data[1] = s->bytes;
-			data[2] = s->dropped;
-			data[3] = s->stopped;
-		} while (u64_stats_fetch_retry(&s->syncp, start));
-		data += DEVTCP_TXQ_STATS;
+		devtcp_txq_stats_read(&priv->txq[q], &ts);
+		*data++ = ts.packets;
+		*data++ = ts.bytes;
+		*data++ = ts.dropped;
+		*data++ = ts.stopped;
 	}
-	data[0] = atomic64_read(&priv->ntuple_drops);
+	*data++ = atomic64_read(&priv->ntuple_drops);
 }
 
 const struct ethtool_ops devtcp_ethtool_ops = {

@@ -113,43 +113,6 @@ static int devtcp_stop(struct net_device *dev)
 	return 0;
 }
 
-static void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s)
-{
-	struct devtcp_priv *priv = netdev_priv(dev);
-	unsigned int start;
-	int i;
-
-	for (i = 0; i < dev->num_rx_queues; i++) {
-		struct devtcp_rxq_stats *rs = &priv->rxq[i].stats;
-		u64 packets, bytes, drops;
-
-		do {
-			start = u64_stats_fetch_begin(&rs->syncp);
-			packets = rs->packets;
-			bytes = rs->bytes;
-			drops = rs->alloc_fail;
-		} while (u64_stats_fetch_retry(&rs->syncp, start));
-		s->rx_packets += packets;
-		s->rx_bytes += bytes;
-		s->rx_dropped += drops;
-	}
-	for (i = 0; i < dev->num_tx_queues; i++) {
-		struct devtcp_txq_stats *ts = &priv->txq[i].stats;
-		u64 packets, bytes, drops;
-
-		do {
-			start = u64_stats_fetch_begin(&ts->syncp);
-			packets = ts->packets;
-			bytes = ts->bytes;
-			drops = ts->dropped;
-		} while (u64_stats_fetch_retry(&ts->syncp, start));
-		s->tx_packets += packets;
-		s->tx_bytes += bytes;
-		s->tx_dropped += drops;
-	}
-	s->rx_dropped += atomic64_read(&priv->ntuple_drops);
-}
-
 static int devtcp_set_features(struct net_device *dev, netdev_features_t features)
 {
 	/* Rules exist only while ntuple is on (see ntuple.c). */

@@ -2,8 +2,7 @@
 /*
  * Queue management for the core: single RX queue restarts with new memory
  * (how the core installs and removes devmem and io_uring memory providers),
- * per-queue statistics for the netdev netlink family, and a sysfs hook that
- * restarts a queue on demand for tests.
+ * and a sysfs hook that restarts a queue on demand for tests.
  */
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
@@ -67,86 +66,6 @@ const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops = {
 	.ndo_queue_mem_free	= devtcp_queue_mem_free,
 	.ndo_queue_start	= devtcp_queue_start,
 	.ndo_queue_stop		= devtcp_queue_stop,
-};
-
-static void devtcp_rxq_read(struct devtcp_rxq *rxq, struct netdev_queue_stats_rx *rx)
-{
-	struct devtcp_rxq_stats *s = &rxq->stats;
-	unsigned int start;
-
-	do {
-		start = u64_stats_fetch_begin(&s->syncp);
-		rx->packets = s->packets;
-		rx->bytes = s->bytes;
-		rx->alloc_fail = s->alloc_fail;
-	} while (u64_stats_fetch_retry(&s->syncp, start));
-}
-
-static void devtcp_txq_read(struct devtcp_txq *txq, struct netdev_queue_stats_tx *tx)
-{
-	struct devtcp_txq_stats *s = &txq->stats;
-	unsigned int start;
-
-	do {
-		start = u64_stats_fetch_begin(&s->syncp);
-		tx->packets = s->packets;
-		tx->bytes = s->bytes;
-		tx->hw_drops = s->dropped;
-		tx->stop = s->stopped;
-	} while (u64_stats_fetch_retry(&s->syncp, start));
-}
-
-static void devtcp_get_queue_stats_rx(struct net_device *dev, int idx,
-				      struct netdev_queue_stats_rx *rx)
-{
-	struct devtcp_priv *priv = netdev_priv(dev);
-
-	devtcp_rxq_read(&priv->rxq[idx], rx);
-}
-
-static void devtcp_get_queue_stats_tx(struct net_device *dev, int idx,
-				      struct netdev_queue_stats_tx *tx)
-{
-	struct devtcp_priv *priv = netdev_priv(dev);
-
-	devtcp_txq_read(&priv->txq[idx], tx);
-}
-
-/* Counters of queues that channel changes have switched off. */
-static void devtcp_get_base_stats(struct net_device *dev, struct netdev_queue_stats_rx *rx,
-				  struct netdev_queue_stats_tx *tx)
-{
-	struct devtcp_priv *priv = netdev_priv(dev);
-	struct netdev_queue_stats_rx r;
-	struct netdev_queue_stats_tx t;
-	int i;
-
-	rx->packets = 0;
-	rx->bytes = 0;
-	rx->alloc_fail = 0;
-	for (i = dev->real_num_rx_queues; i < dev->num_rx_queues; i++) {
-		devtcp_rxq_read(&priv->rxq[i], &r);
-		rx->packets += r.packets;
-		rx->bytes += r.bytes;
-		rx->alloc_fail += r.alloc_fail;
-	}
-	tx->packets = 0;
-	tx->bytes = 0;
-	tx->hw_drops = 0;
-	tx->stop = 0;
-	for (i = dev->real_num_tx_queues; i < dev->num_tx_queues; i++) {
-		devtcp_txq_read(&priv->txq[i], &t);
-		tx->packets += t.packets;
-		tx->bytes += t.bytes;
-		tx->hw_drops += t.hw_drops;
-		tx->stop += t.stop;
-	}
-}
-
-const struct netdev_stat_ops devtcp_stat_ops = {
-	.get_queue_stats_rx	= devtcp_get_queue_stats_rx,
-	.get_queue_stats_tx	= devtcp_get_queue_stats_tx,
-	.get_base_stats		= devtcp_get_base_stats,
 };
 
 /*
