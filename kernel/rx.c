@@ -7,6 +7,9 @@
  * payload buffers and the driver copies the headers out, as drivers do.
  */
 #include <linux/etherdevice.h>
+#include <linux/highmem.h>
+#include <linux/mem_encrypt.h>
+#include <linux/memory_hotplug.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <net/flow_dissector.h>
@@ -51,20 +54,67 @@ static unsigned int devtcp_headers_len(struct sk_buff *src)
 	return keys.control.thoff;
 }
 
+/*
+ * Where the device's DMA to @netmem lands. The device maps without an IOMMU,
+ * so a DMA address is a physical address (less the memory encryption bit);
+ * the device model can only write what the CPU can map as a page of system
+ * RAM, so memory without one (a GPU BAR, device-private memory) is NULL.
+ */
+static struct page *devtcp_dma_page(netmem_ref netmem)
+{
+	phys_addr_t phys = __sme_clr(page_pool_get_dma_addr_netmem(netmem));
+
+	return pfn_to_online_page(PHYS_PFN(phys));
+}
+
 /* The device writes @len bytes of @src at @soff into a payload buffer. */
 static int devtcp_dma_write(struct page_pool *pool, netmem_ref netmem, u32 off,
 			    struct sk_buff *src, unsigned int soff, unsigned int len)
 {
-	void *va = netmem_address(netmem);
+	struct page *page;
+	void *va;
 	int err;
 
-	if (!va)
-		return -EFAULT;
+	if (netmem_is_net_iov(netmem)) {
+		/* Memory of a provider (dma-buf, io_uring area): through DMA. */
+		page = devtcp_dma_page(netmem);
+		if (!page || off + len > PAGE_SIZE)
+			return -EFAULT;
+		va = kmap_local_page(page);
+		err = skb_copy_bits(src, soff, va + off, len);
+		kunmap_local(va);
+		return err;
+	}
+	va = netmem_address(netmem);
 	err = skb_copy_bits(src, soff, va + off, len);
 	if (err)
 		return err;
 	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
 	return 0;
+}
+
+/*
+ * A memory provider's buffers must be reachable by the device model before
+ * the queue starts on them: refuse, rather than write blindly later.
+ */
+static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool)
+{
+	netmem_ref netmem;
+	int err = 0;
+
+	if (!page_pool_is_unreadable(pool))
+		return 0;
+	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
+	if (!netmem)
+		return -ENOMEM;
+	if (!devtcp_dma_page(netmem)) {
+		netdev_err(rxq->priv->dev,
+			   "queue %u: provider memory has no page behind its DMA address; the devtcp device cannot write it\n",
+			   rxq->idx);
+		err = -EOPNOTSUPP;
+	}
+	page_pool_put_full_netmem(pool, netmem, false);
+	return err;
 }
 
 static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *src,
@@ -219,6 +269,7 @@ static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem)
 {
 	u32 size = rxq->priv->rx_ring_size;
+	int err;
 
 	mem->hds = rxq->priv->hds;
 	mem->hds_thresh = rxq->priv->hds_thresh;
@@ -227,10 +278,19 @@ int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem)
 		return PTR_ERR(mem->hdr_pool);
 	mem->data_pool = devtcp_pool_create(rxq, size, mem->hds);
 	if (IS_ERR(mem->data_pool)) {
-		page_pool_destroy(mem->hdr_pool);
-		return PTR_ERR(mem->data_pool);
+		err = PTR_ERR(mem->data_pool);
+		goto err_hdr;
 	}
+	err = devtcp_check_reachable(rxq, mem->data_pool);
+	if (err)
+		goto err_data;
 	return 0;
+
+err_data:
+	page_pool_destroy(mem->data_pool);
+err_hdr:
+	page_pool_destroy(mem->hdr_pool);
+	return err;
 }
 
 void devtcp_rx_mem_free(struct devtcp_rx_mem *mem)
