@@ -183,6 +183,10 @@ static void print_nl_error(const struct nlmsghdr *nlh, const char *what)
 					  mnl_nlmsg_get_payload_len(nlh) - off) {
 			if (mnl_attr_get_type(attr) == NLMSGERR_ATTR_MSG)
 				fprintf(stderr, ": %s", mnl_attr_get_str(attr));
+			/* Some checks only point at the attribute they refused. */
+			if (mnl_attr_get_type(attr) == NLMSGERR_ATTR_OFFS)
+				fprintf(stderr, " (bad attribute at offset %u)",
+					mnl_attr_get_u32(attr));
 		}
 	}
 	fprintf(stderr, "\n");
