@@ -21,38 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pattern.h"
+
 #define BUF_SIZE (256 * 1024)
-
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-/* The pattern at stream offset @off: byte k of word (off / 8). */
-static void pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
-{
-	uint64_t blk = UINT64_MAX, w = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		if ((off + i) >> 3 != blk) {
-			blk = (off + i) >> 3;
-			w = splitmix64(seed ^ blk);
-			/* Whole aligned words at once. */
-			while (!((off + i) & 7) && i + 8 <= len) {
-				memcpy(buf + i, &w, 8);
-				i += 8;
-				blk++;
-				w = splitmix64(seed ^ blk);
-			}
-			if (i == len)
-				break;
-		}
-		buf[i] = (uint8_t)(w >> (((off + i) & 7) * 8));
-	}
-}
 
 static double now(void)
 {

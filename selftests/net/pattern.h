@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The payload pattern of the stream tests: a seeded splitmix64 of each 8-byte
+ * word's index, written little-endian, so any byte can be checked from its
+ * stream offset alone. Senders and receivers must share this exactly.
+ */
+#ifndef SELFTESTS_NET_PATTERN_H
+#define SELFTESTS_NET_PATTERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* The pattern at stream offset @off: byte k of word (off / 8). */
+static inline void pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
+{
+	uint64_t blk = UINT64_MAX, w = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if ((off + i) >> 3 != blk) {
+			blk = (off + i) >> 3;
+			w = splitmix64(seed ^ blk);
+			/* Whole aligned words at once. */
+			while (!((off + i) & 7) && i + 8 <= len) {
+				memcpy(buf + i, &w, 8);
+				i += 8;
+				blk++;
+				w = splitmix64(seed ^ blk);
+			}
+			if (i == len)
+				break;
+		}
+		buf[i] = (uint8_t)(w >> (((off + i) & 7) * 8));
+	}
+}
+
+#endif /* SELFTESTS_NET_PATTERN_H */
