@@ -1,32 +1,32 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # `make demo`: inside the test VM, bring up a devtcp NIC pair between two
-# namespaces, turn header split on at the receiver, move a validated TCP
-# stream across and show where it landed.
-#
-# devmem RX (payload into a dma-buf) is not in the driver yet: this demo runs
-# the NIC's plain TCP path, with payload in page pool buffers of host memory.
+# namespaces and receive a TCP stream straight into a dma-buf (devmem TCP):
+# a udmabuf is bound to RX queue 3 with netdev bind-rx, an ntuple rule steers
+# the flow there, and the receiver validates every byte in the dma-buf.
 . "$(dirname "$0")/lib.sh"
 
 bytes=${DEVTCP_DEMO_BYTES:-268435456}
+q=3
 
 echo "== devtcp demo on Linux $(uname -r)"
-echo "note: devmem RX/TX is not implemented yet; this is the plain TCP path of the NIC"
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the devtcp pair"
-ip netns exec ns2 ethtool -G dtb tcp-data-split on || fail "cannot enable header split"
-echo
-echo "== the pair: dta (ns1, 10.99.0.1) <-> dtb (ns2, 10.99.0.2)"
-ip -n ns2 -d link show dtb | sed -n '1,3p'
-ip netns exec ns2 ethtool -i dtb | sed -n '1p;5p'
-echo "channels: $(ip netns exec ns2 ethtool -l dtb | awk '/^Combined:/ { v = $2 } END { print v }')," \
-	"header split: $(ip netns exec ns2 ethtool -g dtb | awk -F: '/TCP data split/ { gsub(/[ \t]/, "", $2); print $2 }')"
+e() { ip netns exec ns2 ethtool "$@"; }
+e -G dtb tcp-data-split on || fail "cannot enable header split"
+e -X dtb weight 1 1 1 0 1 1 1 1 || fail "cannot keep RSS off queue $q"
+e -K dtb ntuple on || fail "cannot enable ntuple"
+e -N dtb flow-type tcp4 dst-port 5001 action $q > /dev/null || fail "cannot steer the flow"
+echo "pair: dta (ns1, 10.99.0.1) <-> dtb (ns2, 10.99.0.2), 8 channels"
+echo "receiver: header split on, RSS kept off queue $q, tcp dst-port 5001 -> queue $q"
 
 echo
-echo "== sending $bytes bytes of a seeded pattern from ns1 to ns2"
-ip netns exec ns2 selftests/net/tcp_stream recv -p 5001 -n "$bytes" -s 42 > /tmp/recv.out &
+echo "== receiving $bytes bytes into a 64 MiB udmabuf bound to dtb queue $q"
+ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n "$bytes" -s 42 > /tmp/rx.out 2>&1 &
+rx=$!
+for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n "$bytes" -s 42
-wait $! || { cat /tmp/recv.out; fail "the stream did not arrive intact"; }
-grep received /tmp/recv.out
+wait $rx || { cat /tmp/rx.out; fail "the devmem stream did not arrive intact"; }
+grep -v listening /tmp/rx.out
 
 echo
 echo "== where it landed (dtb receive queues)"
@@ -42,7 +42,8 @@ ip netns exec ns2 ethtool -S dtb | awk '
 				printf "rx%-4d %12d %14d %14d\n", q, v[q, "packets"], v[q, "bytes"], v[q, "split_packets"]
 	}'
 echo
-echo "split frames: TCP headers in a header buffer (host memory), payload in payload"
-echo "page pool buffers: the layout a devmem binding needs on that queue."
+echo "Queue $q split every data frame: TCP headers went to host-memory header"
+echo "buffers, the payload into the dma-buf, which the receiver read through"
+echo "mmap (recvmsg with MSG_SOCK_DEVMEM returned dma-buf offsets, not bytes)."
 ip netns del ns1
 ip netns del ns2
