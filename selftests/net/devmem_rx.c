@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Devmem TCP receiver: binds a udmabuf to one RX queue with netdev bind-rx,
+ * Devmem TCP receiver: binds a dma-buf (a udmabuf, or with -H one from the
+ * system dma-heap) to one RX queue with netdev bind-rx,
  * accepts one TCP connection and receives it with MSG_SOCK_DEVMEM, checking
  * every byte (in the dma-buf or copied to the iov) against tcp_stream's
  * pattern and handing the dma-buf fragments back with SO_DEVMEM_DONTNEED.
  *
- *   devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE] [-r]
+ *   devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE] [-H] [-r]
  *
  *   -b  dma-buf size in bytes, a multiple of the page size (default 64 MiB)
+ *   -H  allocate the dma-buf from /dev/dma_heap/system instead of udmabuf
  *   -r  first check that a plain recv() of devmem data fails with EFAULT
  *
  * The flow must already be steered to QUEUE (ntuple rule) with header split
@@ -20,6 +22,7 @@
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/dma-buf.h>
+#include <linux/dma-heap.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/udmabuf.h>
@@ -80,6 +83,7 @@ struct options {
 	int v6;
 	size_t bufsize;
 	int probe_plain_recv;
+	int heap;		/* system dma-heap instead of udmabuf */
 };
 
 struct dmabuf {
@@ -122,7 +126,7 @@ static double now(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] "
-			"[-b BUFSIZE] [-r]\n");
+			"[-b BUFSIZE] [-H] [-r]\n");
 	exit(2);
 }
 
@@ -153,6 +157,28 @@ static void create_dmabuf(struct dmabuf *db, size_t size)
 		fail("UDMABUF_CREATE");
 	close(devfd);
 	close(memfd);
+	db->map = mmap(NULL, size, PROT_READ, MAP_SHARED, db->fd, 0);
+	if (db->map == MAP_FAILED)
+		fail("mmap dma-buf");
+	db->size = size;
+}
+
+/* A dma-buf of the system dma-heap, mapped read-only for checking payload. */
+static void create_heap_dmabuf(struct dmabuf *db, size_t size)
+{
+	struct dma_heap_allocation_data alloc = {
+		.len = size,
+		.fd_flags = O_RDWR | O_CLOEXEC,
+	};
+	int heapfd;
+
+	heapfd = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
+	if (heapfd < 0)
+		fail("open /dev/dma_heap/system");
+	if (ioctl(heapfd, DMA_HEAP_IOCTL_ALLOC, &alloc))
+		fail("DMA_HEAP_IOCTL_ALLOC");
+	close(heapfd);
+	db->fd = alloc.fd;
 	db->map = mmap(NULL, size, PROT_READ, MAP_SHARED, db->fd, 0);
 	if (db->map == MAP_FAILED)
 		fail("mmap dma-buf");
@@ -561,7 +587,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int opt;
 
 	*o = (struct options){ .seed = 1, .bufsize = 64 << 20 };
-	while ((opt = getopt(argc, argv, "i:q:p:n:s:6b:r")) != -1) {
+	while ((opt = getopt(argc, argv, "i:q:p:n:s:6b:Hr")) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
 		case 'q': o->queue = strtoul(optarg, NULL, 0); break;
@@ -570,6 +596,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 's': o->seed = strtoull(optarg, NULL, 0); break;
 		case '6': o->v6 = 1; break;
 		case 'b': o->bufsize = strtoull(optarg, NULL, 0); break;
+		case 'H': o->heap = 1; break;
 		case 'r': o->probe_plain_recv = 1; break;
 		default: usage();
 		}
@@ -592,7 +619,10 @@ int main(int argc, char **argv)
 	ifindex = if_nametoindex(o.ifname);
 	if (!ifindex)
 		fail(o.ifname);
-	create_dmabuf(&db, o.bufsize);
+	if (o.heap)
+		create_heap_dmabuf(&db, o.bufsize);
+	else
+		create_dmabuf(&db, o.bufsize);
 	nl = open_netdev_netlink();
 	bind_rx(nl, ifindex, o.queue, &db);
 

@@ -3,7 +3,8 @@
 # devmem RX through the devtcp NIC: a udmabuf bound to queue 3 (netdev
 # bind-rx), the flow steered there by an ntuple rule, received with
 # MSG_SOCK_DEVMEM and validated byte for byte in the mmapped dma-buf;
-# binding errors; and the queue back on host memory after unbinding.
+# the same into a system dma-heap buffer and at MTU 9000; binding errors;
+# and the queue back on host memory after unbinding.
 # DEVTCP_DEVMEM_BYTES sets the stream size (default 1 GiB).
 . "$(dirname "$0")/../lib.sh"
 
@@ -69,6 +70,8 @@ ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5002 -n 10000000
 wait $pid
 check "the first binding still receives intact" test $? = 0
 cat /tmp/rx2.out
+
+check "devmem stream intact into a system dma-heap buffer" stream 5001 100000000 24 -H
 
 ip -n ns1 link set dta mtu 9000
 ip -n ns2 link set dtb mtu 9000
