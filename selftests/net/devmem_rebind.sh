@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Bind, receive, and unbind under traffic, many times: a devmem receiver on
+# queue 3 is killed mid-stream (its netlink socket closes, so the binding
+# goes away while frames still arrive). Afterwards no page pool and no
+# dma-buf is left behind, and the queue carries plain TCP again.
+# DEVTCP_REBINDS sets the number of cycles (default 100).
+. "$(dirname "$0")/../lib.sh"
+
+cycles=${DEVTCP_REBINDS:-100}
+q=3
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+e() { ip netns exec ns2 ethtool "$@"; }
+e -G dtb tcp-data-split on || fail "cannot enable header split"
+e -X dtb weight 1 1 1 0 1 1 1 1 || fail "cannot keep RSS off queue $q"
+e -K dtb ntuple on || fail "cannot enable ntuple"
+e -N dtb flow-type tcp4 dst-port 5001 action $q > /dev/null || fail "cannot steer"
+ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
+pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2 }'; }
+dmabufs() { awk '/^Total/ { print $2 }' /sys/kernel/debug/dma_buf/bufinfo; }
+
+pools0=$(pools)
+bufs0=$(dmabufs)
+bytes0=$(ethtool_stat ns2 dtb rx${q}_bytes)
+echo "before: $pools0 page pools, $bufs0 dma-bufs"
+bound=0
+for ((i = 0; i < cycles; i++)); do
+	ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n 4000000000 \
+		> /tmp/rx.out 2>&1 &
+	rx=$!
+	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.05; done
+	grep -q listening /tmp/rx.out && bound=$((bound + 1))
+	ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n 4000000000 \
+		> /dev/null 2>&1 &
+	tx=$!
+	sleep 0.3
+	kill -9 $rx
+	wait $rx 2>/dev/null
+	kill -9 $tx 2>/dev/null
+	wait $tx 2>/dev/null
+done
+check "all $cycles receivers bound and listened ($bound)" test $bound = "$cycles"
+moved=$(( $(ethtool_stat ns2 dtb rx${q}_bytes) - bytes0 ))
+echo "queue $q received $moved bytes over the cycles"
+check "traffic was flowing into the bindings (>= 64 KiB a cycle)" test $moved -ge $((cycles * 65536))
+check "queue $q was restarted for every bind and unbind" \
+	test "$(ethtool_stat ns2 dtb rx${q}_restarts)" -ge $((2 * cycles))
+
+# Buffers still held by dying sockets come back within seconds.
+for _ in $(seq 60); do
+	[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && break
+	sleep 1
+done
+echo "after: $(pools) page pools, $(dmabufs) dma-bufs"
+check "no page pool left behind" test "$(pools)" = "$pools0"
+check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
+
+ip netns exec ns2 selftests/net/tcp_stream recv -p 5001 -n 50000000 -s 3 > /tmp/plain.out &
+pid=$!
+ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n 50000000 -s 3 > /dev/null
+check "queue $q carries a plain stream intact afterwards" wait $pid
+ip netns del ns1
+ip netns del ns2
+finish
