@@ -41,14 +41,17 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 		return 0;	/* non-IP traffic goes to queue 0 */
 	}
 	if (keys.basic.ip_proto == IPPROTO_TCP || keys.basic.ip_proto == IPPROTO_UDP) {
-		q = devtcp_ntuple_lookup(rx, &keys, &rss);
-		if (q == DEVTCP_RX_DROP)
-			return q;
-		if (q != DEVTCP_RX_RSS)
-			return q < nq ? q : q % nq;
 		memcpy(in + len, &keys.ports.src, 2);
 		memcpy(in + len + 2, &keys.ports.dst, 2);
 		len += 4;
+		q = devtcp_ntuple_lookup(rx, &keys, &rss);
+		if (q == DEVTCP_RX_DROP)
+			return q;
+		if (q != DEVTCP_RX_RSS) {
+			/* Steered frames still carry the main context's hash. */
+			skb->hash = devtcp_toeplitz(rx->rss.key, in, len);
+			return q < nq ? q : q % nq;
+		}
 	}
 
 	hash = devtcp_toeplitz(rss->key, in, len);
