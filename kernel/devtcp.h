@@ -96,6 +96,7 @@ struct devtcp_txq {
 /* skb->cb of a frame on the wire. */
 struct devtcp_skb_cb {
 	u32 gen;		/* the sender's queue generation when it was sent */
+	u16 hdr_len;		/* L2-L4 headers: where header split cuts it */
 };
 
 #define DEVTCP_SKB_CB(skb) ((struct devtcp_skb_cb *)(skb)->cb)

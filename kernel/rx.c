@@ -10,9 +10,6 @@
 #include <linux/highmem.h>
 #include <linux/mem_encrypt.h>
 #include <linux/memory_hotplug.h>
-#include <linux/tcp.h>
-#include <linux/udp.h>
-#include <net/flow_dissector.h>
 #include <net/page_pool/helpers.h>
 
 #include "devtcp.h"
@@ -31,27 +28,6 @@ static void devtcp_rx_drop(struct devtcp_rxq *rxq)
 	u64_stats_update_begin(&rxq->stats.syncp);
 	rxq->stats.alloc_fail++;
 	u64_stats_update_end(&rxq->stats.syncp);
-}
-
-/* Length of the L2-L4 headers: where header split cuts the frame. */
-static unsigned int devtcp_headers_len(struct sk_buff *src)
-{
-	struct flow_keys keys;
-	struct tcphdr _th;
-	const struct tcphdr *th;
-
-	if (!skb_flow_dissect_flow_keys(src, &keys, 0))
-		return min_t(unsigned int, src->len, ETH_HLEN);
-	switch (keys.basic.ip_proto) {
-	case IPPROTO_TCP:
-		th = skb_header_pointer(src, keys.control.thoff, sizeof(_th), &_th);
-		if (!th)
-			break;
-		return keys.control.thoff + th->doff * 4;
-	case IPPROTO_UDP:
-		return keys.control.thoff + sizeof(struct udphdr);
-	}
-	return keys.control.thoff;
 }
 
 /*
@@ -154,7 +130,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	unsigned int len = src->len, hdrs, hlen, off;
 	struct sk_buff *skb;
 
-	hdrs = min_t(unsigned int, devtcp_headers_len(src), DEVTCP_HDR_ROOM);
+	hdrs = min_t(unsigned int, DEVTCP_SKB_CB(src)->hdr_len, DEVTCP_HDR_ROOM);
 	/* Frames with no more payload than hds-thresh stay whole in the head. */
 	if (rxq->mem.hds)
 		hlen = len - hdrs <= rxq->mem.hds_thresh && len <= DEVTCP_HDR_ROOM ? len : hdrs;

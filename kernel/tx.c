@@ -8,12 +8,33 @@
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
 #include <net/flow_dissector.h>
 
 #include "devtcp.h"
 
+/* Length of the L2-L4 headers, which the receiver's header split needs. */
+static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_keys *keys)
+{
+	const struct tcphdr *th;
+	struct tcphdr _th;
+
+	switch (keys->basic.ip_proto) {
+	case IPPROTO_TCP:
+		th = skb_header_pointer(skb, keys->control.thoff, sizeof(_th), &_th);
+		if (th)
+			return keys->control.thoff + th->doff * 4;
+		break;
+	case IPPROTO_UDP:
+		return keys->control.thoff + sizeof(struct udphdr);
+	}
+	return keys->control.thoff;
+}
+
 /*
- * The receiving NIC's choice of RX queue: its ntuple rules first, then RSS
+ * The receiving NIC's choice of RX queue (and, in skb->cb, the header
+ * length, so that the frame is parsed once): its ntuple rules first, then RSS
  * over the 4-tuple (2-tuple for non TCP/UDP) with the main table or the
  * context a rule names. DEVTCP_RX_DROP when a rule discards the frame.
  */
@@ -26,8 +47,11 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 	int len = 0;
 	u32 hash, q;
 
-	if (!skb_flow_dissect_flow_keys(skb, &keys, 0))
+	if (!skb_flow_dissect_flow_keys(skb, &keys, 0)) {
+		DEVTCP_SKB_CB(skb)->hdr_len = min_t(unsigned int, skb->len, ETH_HLEN);
 		return 0;
+	}
+	DEVTCP_SKB_CB(skb)->hdr_len = devtcp_headers_len(skb, &keys);
 
 	if (keys.control.addr_type == FLOW_DISSECTOR_KEY_IPV4_ADDRS) {
 		memcpy(in, &keys.addrs.v4addrs.src, 4);

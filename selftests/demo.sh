@@ -11,11 +11,7 @@ q=3
 
 echo "== devtcp demo on Linux $(uname -r)"
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the devtcp pair"
-e() { ip netns exec ns2 ethtool "$@"; }
-e -G dtb tcp-data-split on || fail "cannot enable header split"
-e -X dtb weight 1 1 1 0 1 1 1 1 || fail "cannot keep RSS off queue $q"
-e -K dtb ntuple on || fail "cannot enable ntuple"
-e -N dtb flow-type tcp4 dst-port 5001 action $q > /dev/null || fail "cannot steer the flow"
+devmem_steer ns2 dtb $q 5001 || fail "cannot steer the flow to queue $q"
 echo "pair: dta (ns1, 10.99.0.1) <-> dtb (ns2, 10.99.0.2), 8 channels"
 echo "receiver: header split on, RSS kept off queue $q, tcp dst-port 5001 -> queue $q"
 

@@ -65,3 +65,32 @@ devtcp_pair() {
 ethtool_stat() {
 	ip netns exec "$1" ethtool -S "$2" | awk -v n="$3:" '$1 == n { print $2 }'
 }
+
+# devmem_steer NS DEV QUEUE PORT...: prepares DEV's queue QUEUE for a devmem
+# binding: header split on, RSS kept off the queue, and ntuple rules steering
+# TCP/IPv4 to each PORT there.
+devmem_steer() {
+	local ns=$1 dev=$2 q=$3 n weights= i port
+	shift 3
+	n=$(ip netns exec "$ns" ethtool -l "$dev" | awk '/^Combined:/ { v = $2 } END { print v }')
+	for ((i = 0; i < n; i++)); do weights+=" $((i != q))"; done
+	ip netns exec "$ns" ethtool -G "$dev" tcp-data-split on || return 1
+	# shellcheck disable=SC2086
+	ip netns exec "$ns" ethtool -X "$dev" weight $weights || return 1
+	ip netns exec "$ns" ethtool -K "$dev" ntuple on || return 1
+	for port in "$@"; do
+		ip netns exec "$ns" ethtool -N "$dev" flow-type tcp4 dst-port "$port" \
+			action "$q" > /dev/null || return 1
+	done
+}
+
+# plain_stream PORT BYTES SEED: a validated plain TCP stream from ns1
+# (10.99.0.1) to ns2 (10.99.0.2); its status is the receiver's.
+plain_stream() {
+	local pid
+	ip netns exec ns2 /devtcp/selftests/net/tcp_stream recv -p "$1" -n "$2" -s "$3" > /tmp/plain.out &
+	pid=$!
+	ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p "$1" -n "$2" \
+		-s "$3" > /dev/null
+	wait $pid
+}

@@ -10,11 +10,7 @@
 cycles=${DEVTCP_REBINDS:-100}
 q=3
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
-e() { ip netns exec ns2 ethtool "$@"; }
-e -G dtb tcp-data-split on || fail "cannot enable header split"
-e -X dtb weight 1 1 1 0 1 1 1 1 || fail "cannot keep RSS off queue $q"
-e -K dtb ntuple on || fail "cannot enable ntuple"
-e -N dtb flow-type tcp4 dst-port 5001 action $q > /dev/null || fail "cannot steer"
+devmem_steer ns2 dtb $q 5001 || fail "cannot steer port 5001 to queue $q"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2 }'; }
 dmabufs() { awk '/^Total/ { print $2 }' /sys/kernel/debug/dma_buf/bufinfo; }
@@ -55,10 +51,7 @@ echo "after: $(pools) page pools, $(dmabufs) dma-bufs"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
 
-ip netns exec ns2 selftests/net/tcp_stream recv -p 5001 -n 50000000 -s 3 > /tmp/plain.out &
-pid=$!
-ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n 50000000 -s 3 > /dev/null
-check "queue $q carries a plain stream intact afterwards" wait $pid
+check "queue $q carries a plain stream intact afterwards" plain_stream 5001 50000000 3
 ip netns del ns1
 ip netns del ns2
 finish

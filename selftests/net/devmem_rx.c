@@ -115,14 +115,6 @@ static void fail(const char *what)
 	exit(1);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] "

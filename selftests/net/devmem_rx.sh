@@ -20,11 +20,7 @@ check "bind-rx with header split off is refused" test $? = 1
 echo "$out"
 check "... with the kernel's reason" grep -q "tcp-data-split is disabled" <<< "$out"
 
-e -G dtb tcp-data-split on || fail "cannot enable header split"
-e -X dtb weight 1 1 1 0 1 1 1 1 || fail "cannot keep RSS off queue $q"
-e -K dtb ntuple on || fail "cannot enable ntuple"
-e -N dtb flow-type tcp4 dst-port 5001 action $q > /dev/null || fail "cannot steer"
-e -N dtb flow-type tcp4 dst-port 5002 action $q > /dev/null || fail "cannot steer"
+devmem_steer ns2 dtb $q 5001 5002 || fail "cannot steer ports 5001, 5002 to queue $q"
 
 out=$(timeout 20 $rx -q 8 -p 5000 -n 1 2>&1)
 check "bind-rx to a queue that does not exist is refused" test $? = 1
@@ -78,10 +74,8 @@ ip -n ns2 link set dtb mtu 9000
 check "devmem stream intact at MTU 9000" stream 5001 100000000 22
 
 # Unbound again: queue 3 is back on host memory and plain TCP works there.
-ip netns exec ns2 selftests/net/tcp_stream recv -p 5001 -n 50000000 -s 23 > /tmp/plain.out &
-pid=$!
-ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n 50000000 -s 23 > /dev/null
-check "after unbinding, queue $q receives plain TCP into host memory" wait $pid
+check "after unbinding, queue $q receives plain TCP into host memory" \
+	plain_stream 5001 50000000 23
 ip netns del ns1
 ip netns del ns2
 finish

@@ -33,33 +33,30 @@ echo "$out"
 check "... with a message" grep -q "exceeds maximum" <<< "$out"
 check "... and it stays 0" test "$(nl hds-thresh dtb)" = "hds-thresh 0 max 1024"
 
+# udp_split SIZE: sends 200 datagrams of SIZE bytes, sets $frames and $split
+# to how many frames the receiver got and how many of them it split.
+udp_split() {
+	local s0 p0
+	s0=$(split_total); p0=$(rx_total)
+	send_udp "$1" 200
+	sleep 1
+	split=$(($(split_total) - s0)); frames=$(($(rx_total) - p0))
+	echo "threshold $(nl hds-thresh dtb | awk '{ print $2 }'), $1 bytes: $frames frames, $split split"
+}
+
 # Threshold 0: every datagram with payload is split.
-s0=$(split_total); p0=$(rx_total)
-send_udp 100 200
-sleep 1
-s1=$(split_total); p1=$(rx_total)
-echo "threshold 0: $((p1 - p0)) frames, $((s1 - s0)) split"
-check "with hds-thresh 0, 100-byte datagrams are split" test $((s1 - s0)) -ge 200
+udp_split 100
+check "with hds-thresh 0, 100-byte datagrams are split" test $split -ge 200
 
 check "hds-thresh 256 is accepted" nl set-hds-thresh dtb 256
 check "... and reads back" test "$(nl hds-thresh dtb)" = "hds-thresh 256 max 1024"
-s0=$(split_total); p0=$(rx_total)
-send_udp 100 200
-sleep 1
-s1=$(split_total); p1=$(rx_total)
-echo "threshold 256, 100 bytes: $((p1 - p0)) frames, $((s1 - s0)) split"
-check "100-byte datagrams stay whole under threshold 256" test $((s1 - s0)) -eq 0
-check "... and were received" test $((p1 - p0)) -ge 200
-s0=$(split_total)
-send_udp 600 200
-sleep 1
-s1=$(split_total)
-echo "threshold 256, 600 bytes: $((s1 - s0)) split"
-check "600-byte datagrams are split under threshold 256" test $((s1 - s0)) -ge 200
+udp_split 100
+check "100-byte datagrams stay whole under threshold 256" test $split -eq 0
+check "... and were received" test $frames -ge 200
+udp_split 600
+check "600-byte datagrams are split under threshold 256" test $split -ge 200
 
-ip netns exec ns2 selftests/net/tcp_stream recv -p 5400 -n 50000000 -s 11 > /tmp/recv.out &
-ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5400 -n 50000000 -s 11 > /dev/null
-check "a stream is intact with hds-thresh 256" wait $!
+check "a stream is intact with hds-thresh 256" plain_stream 5400 50000000 11
 ip netns del ns1
 ip netns del ns2
 finish

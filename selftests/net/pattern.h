@@ -3,6 +3,7 @@
  * The payload pattern of the stream tests: a seeded splitmix64 of each 8-byte
  * word's index, written little-endian, so any byte can be checked from its
  * stream offset alone. Senders and receivers must share this exactly.
+ * Also the clock they time throughput with.
  */
 #ifndef SELFTESTS_NET_PATTERN_H
 #define SELFTESTS_NET_PATTERN_H
@@ -10,6 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+
+/* Monotonic seconds, for throughput lines. */
+static inline double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static inline uint64_t splitmix64(uint64_t x)
 {

@@ -25,14 +25,6 @@
 
 #define BUF_SIZE (256 * 1024)
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: tcp_stream recv [-6] -p PORT -n BYTES [-s SEED]\n"
