@@ -22,7 +22,7 @@ modules: provision
 		selftests/vm/kbuild $$d -s || exit 1; \
 	done
 
-userspace:
+userspace: provision
 	@$(MAKE) -s -C userspace
 	@$(MAKE) -s -C selftests/net
 
