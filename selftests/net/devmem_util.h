@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the devmem test programs share: dma-buf providers (udmabuf, system
+ * dma-heap), netdev netlink bind-rx/bind-tx with libmnl, and TCP set-up.
+ * Failures print "PROG: what: reason" and exit 1; the tests read the reason.
+ */
+#ifndef DEVMEM_UTIL_H
+#define DEVMEM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mnl_socket;
+
+struct dmabuf {
+	int fd;
+	uint32_t id;		/* dmabuf id of the binding, 0 while unbound */
+	uint8_t *map;		/* read-write CPU mapping of the whole buffer */
+	size_t size;
+};
+
+__attribute__((noreturn)) void die(const char *what);
+
+/* A udmabuf over a sealed memfd of @size bytes (a multiple of the page size). */
+void dmabuf_create_udmabuf(struct dmabuf *db, size_t size);
+/* A dma-buf from /dev/dma_heap/system. */
+void dmabuf_create_heap(struct dmabuf *db, size_t size);
+/* DMA_BUF_IOCTL_SYNC with @flags (DMA_BUF_SYNC_START/END | READ/WRITE). */
+void dmabuf_sync(const struct dmabuf *db, uint64_t flags);
+
+/*
+ * A netdev generic netlink socket with extended acks. A binding lives as long
+ * as the socket that made it stays open.
+ */
+struct mnl_socket *netdev_nl_open(void);
+/* bind-rx of @db to RX queue @queue of @ifindex; sets db->id or exits. */
+void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, struct dmabuf *db);
+/* bind-tx of @db for sending on @ifindex; sets db->id or exits. */
+void netdev_bind_tx(struct mnl_socket *nl, int ifindex, struct dmabuf *db);
+
+/* Listens on @port (any address, IPv6 if @v6), prints "listening on port
+ * PORT" for a waiting script and returns the one connection accepted. */
+int tcp_accept_one(int v6, int port);
+/* Connects to @addr (IPv4 or IPv6 literal) port @port. */
+int tcp_connect(const char *addr, int port);
+
+#endif
