@@ -50,6 +50,7 @@ struct devtcp_rxq_stats {
 	u64 bytes;
 	u64 split_packets;	/* frames whose payload went to payload buffers */
 	u64 alloc_fail;		/* frames dropped: no buffer */
+	u64 dma_faults;		/* frames dropped: memory the device cannot reach */
 	struct u64_stats_sync syncp;
 };
 
@@ -135,6 +136,12 @@ struct devtcp_priv {
 
 /* main.c */
 struct device *devtcp_dma_dev(void);
+
+/* dma.c */
+bool devtcp_dma_reachable(dma_addr_t dma);
+int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
+int devtcp_dma_write_frame(netmem_ref netmem, unsigned int off, const struct sk_buff *src,
+			   unsigned int soff, unsigned int len);
 
 /* link.c */
 int devtcp_link_init(void);

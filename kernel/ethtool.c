@@ -127,7 +127,7 @@ static int devtcp_set_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rx
 }
 
 static const char devtcp_rxq_stat_names[][ETH_GSTRING_LEN] = {
-	"packets", "bytes", "split_packets", "alloc_fail", "restarts",
+	"packets", "bytes", "split_packets", "alloc_fail", "restarts", "dma_faults",
 };
 
 static const char devtcp_txq_stat_names[][ETH_GSTRING_LEN] = {
@@ -175,6 +175,7 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 		*data++ = rs.split_packets;
 		*data++ = rs.alloc_fail;
 		*data++ = priv->rxq[q].restarts;
+		*data++ = rs.dma_faults;
 	}
 	for (q = 0; q < dev->real_num_tx_queues; q++) {
 		devtcp_txq_stats_read(&priv->txq[q], &ts);

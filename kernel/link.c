@@ -196,6 +196,8 @@ static void devtcp_setup(struct net_device *dev)
 	dev->priv_flags &= ~IFF_TX_SKB_SHARING;
 	dev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 	dev->lltx = false;
+	/* devmem TX: the device reads dma-buf frags by DMA address (dma.c). */
+	dev->netmem_tx = NETMEM_TX_DMA;
 	dev->max_mtu = DEVTCP_MAX_MTU;
 
 	/* The device model checksums nothing: the wire never corrupts. */

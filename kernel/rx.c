@@ -7,9 +7,6 @@
  * payload buffers and the driver copies the headers out, as drivers do.
  */
 #include <linux/etherdevice.h>
-#include <linux/highmem.h>
-#include <linux/mem_encrypt.h>
-#include <linux/memory_hotplug.h>
 #include <net/page_pool/helpers.h>
 
 #include "devtcp.h"
@@ -23,46 +20,27 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split
 	u64_stats_update_end(&rxq->stats.syncp);
 }
 
-static void devtcp_rx_drop(struct devtcp_rxq *rxq)
+/* A frame is dropped: no buffer, or the device could not reach memory. */
+static void devtcp_rx_drop(struct devtcp_rxq *rxq, bool dma_fault)
 {
 	u64_stats_update_begin(&rxq->stats.syncp);
-	rxq->stats.alloc_fail++;
+	if (dma_fault)
+		rxq->stats.dma_faults++;
+	else
+		rxq->stats.alloc_fail++;
 	u64_stats_update_end(&rxq->stats.syncp);
-}
-
-/*
- * Where the device's DMA to @netmem lands. The device maps without an IOMMU,
- * so a DMA address is a physical address (less the memory encryption bit);
- * the device model can only write what the CPU can map as a page of system
- * RAM, so memory without one (a GPU BAR, device-private memory) is NULL.
- */
-static struct page *devtcp_dma_page(netmem_ref netmem)
-{
-	phys_addr_t phys = __sme_clr(page_pool_get_dma_addr_netmem(netmem));
-
-	return pfn_to_online_page(PHYS_PFN(phys));
 }
 
 /* The device writes @len bytes of @src at @soff into a payload buffer. */
 static int devtcp_dma_write(struct page_pool *pool, netmem_ref netmem, u32 off,
 			    struct sk_buff *src, unsigned int soff, unsigned int len)
 {
-	struct page *page;
-	void *va;
 	int err;
 
-	if (netmem_is_net_iov(netmem)) {
-		/* Memory of a provider (dma-buf, io_uring area): through DMA. */
-		page = devtcp_dma_page(netmem);
-		if (!page || off + len > PAGE_SIZE)
-			return -EFAULT;
-		va = kmap_local_page(page);
-		err = skb_copy_bits(src, soff, va + off, len);
-		kunmap_local(va);
-		return err;
-	}
-	va = netmem_address(netmem);
-	err = skb_copy_bits(src, soff, va + off, len);
+	/* Memory of a provider (dma-buf, io_uring area): through DMA. */
+	if (netmem_is_net_iov(netmem))
+		return devtcp_dma_write_frame(netmem, off, src, soff, len);
+	err = devtcp_wire_read(src, soff, netmem_address(netmem) + off, len);
 	if (err)
 		return err;
 	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
@@ -83,7 +61,7 @@ static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool
 	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
 	if (!netmem)
 		return -ENOMEM;
-	if (!devtcp_dma_page(netmem)) {
+	if (!devtcp_dma_reachable(page_pool_get_dma_addr_netmem(netmem))) {
 		netdev_err(rxq->priv->dev,
 			   "queue %u: provider memory has no page behind its DMA address; the devtcp device cannot write it\n",
 			   rxq->idx);
@@ -106,7 +84,7 @@ static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *sr
 	if (!page)
 		return NULL;
 	buf = page_address(page) + off;
-	if (hlen && skb_copy_bits(src, 0, buf + DEVTCP_HDR_HEADROOM, hlen))
+	if (hlen && devtcp_wire_read(src, 0, buf + DEVTCP_HDR_HEADROOM, hlen))
 		goto err_put;
 	page_pool_dma_sync_for_cpu(pool, page, off + DEVTCP_HDR_HEADROOM, hlen);
 
@@ -153,8 +131,13 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		if (!netmem)
 			goto drop_skb;
 		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, chunk);
-		if (devtcp_dma_write(pool, netmem, poff, src, off, chunk))
-			goto drop_skb;
+		if (devtcp_dma_write(pool, netmem, poff, src, off, chunk)) {
+			dev_kfree_skb_any(skb);
+			net_err_ratelimited("%s: queue %u: payload DMA failed, frame dropped\n",
+					    priv->dev->name, rxq->idx);
+			devtcp_rx_drop(rxq, true);
+			return;
+		}
 		off += chunk;
 	}
 	if (!rxq->mem.hds && !__pskb_pull_tail(skb, hdrs))
@@ -178,7 +161,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 drop_skb:
 	dev_kfree_skb_any(skb);
 drop:
-	devtcp_rx_drop(rxq);
+	devtcp_rx_drop(rxq, false);
 }
 
 /* Senders stopped by a full wire ring may go again once there is room. */

@@ -20,6 +20,7 @@ void devtcp_rxq_stats_read(const struct devtcp_rxq *rxq, struct devtcp_rxq_stats
 		out->bytes = s->bytes;
 		out->split_packets = s->split_packets;
 		out->alloc_fail = s->alloc_fail;
+		out->dma_faults = s->dma_faults;
 	} while (u64_stats_fetch_retry(&s->syncp, start));
 }
 
@@ -48,7 +49,7 @@ void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s)
 		devtcp_rxq_stats_read(&priv->rxq[i], &rs);
 		s->rx_packets += rs.packets;
 		s->rx_bytes += rs.bytes;
-		s->rx_dropped += rs.alloc_fail;
+		s->rx_dropped += rs.alloc_fail + rs.dma_faults;
 	}
 	for (i = 0; i < dev->num_tx_queues; i++) {
 		devtcp_txq_stats_read(&priv->txq[i], &ts);

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The device model's DMA engine. devtcp maps buffers without an IOMMU, so a
+ * DMA address is a physical address (less the memory encryption bit), and
+ * the device reaches what is behind it one page of system RAM at a time.
+ * Memory without a struct page (a GPU BAR, device-private memory) cannot be
+ * reached: such transfers fail instead of touching the wrong memory.
+ *
+ * The CPU cannot read unreadable netmem (net_iovs of a devmem binding or an
+ * io_uring area) through the skb; the device does, through these helpers.
+ */
+#include <linux/highmem.h>
+#include <linux/mem_encrypt.h>
+#include <linux/memory_hotplug.h>
+#include <linux/skbuff.h>
+#include <net/page_pool/helpers.h>
+
+#include "devtcp.h"
+
+static struct page *devtcp_dma_page(dma_addr_t dma)
+{
+	return pfn_to_online_page(PHYS_PFN(__sme_clr(dma)));
+}
+
+bool devtcp_dma_reachable(dma_addr_t dma)
+{
+	return devtcp_dma_page(dma);
+}
+
+/* Reads @len bytes at @dma into @to, page by page. */
+static int devtcp_dma_read(dma_addr_t dma, void *to, unsigned int len)
+{
+	while (len) {
+		unsigned int off = offset_in_page(dma);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
+		struct page *page = devtcp_dma_page(dma);
+
+		if (!page)
+			return -EFAULT;
+		memcpy_from_page(to, page, off, n);
+		dma += n;
+		to += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Reads @len bytes at @off of fragment @f; net_iovs are read by DMA. */
+static int devtcp_frag_read(const skb_frag_t *f, unsigned int off, void *to,
+			    unsigned int len)
+{
+	const void *va;
+
+	if (skb_frag_is_net_iov(f))
+		return devtcp_dma_read(__skb_frag_dma_map(devtcp_dma_dev(), f, off, len,
+							  DMA_TO_DEVICE), to, len);
+	va = skb_frag_address_safe(f);
+	if (!va)
+		return -EFAULT;
+	memcpy(to, va + off, len);
+	return 0;
+}
+
+/*
+ * The device reads @len bytes at @off of a frame on the wire. A frame sent
+ * from a devmem TX binding has unreadable frags, which the device reads
+ * through their DMA addresses as a NIC's TX engine would.
+ */
+int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len)
+{
+	const struct skb_shared_info *si = skb_shinfo(skb);
+	unsigned int start = skb_headlen(skb);
+	int i, err;
+
+	if (skb_frags_readable(skb))
+		return skb_copy_bits(skb, off, to, len);
+	if (off < start) {
+		unsigned int n = min(len, start - off);
+
+		memcpy(to, skb->data + off, n);
+		to += n;
+		off += n;
+		len -= n;
+	}
+	for (i = 0; len && i < si->nr_frags; i++) {
+		const skb_frag_t *f = &si->frags[i];
+		unsigned int end = start + skb_frag_size(f);
+
+		if (off < end) {
+			unsigned int n = min(len, end - off);
+
+			err = devtcp_frag_read(f, off - start, to, n);
+			if (err)
+				return err;
+			to += n;
+			off += n;
+			len -= n;
+		}
+		start = end;
+	}
+	/* TCP frames carry no frag list. */
+	return len ? -EFAULT : 0;
+}
+
+/*
+ * The device writes @len bytes of the frame @src at @soff into the provider
+ * buffer @netmem at @off (a net_iov: reached through its DMA address).
+ */
+int devtcp_dma_write_frame(netmem_ref netmem, unsigned int off, const struct sk_buff *src,
+			   unsigned int soff, unsigned int len)
+{
+	dma_addr_t dma = page_pool_get_dma_addr_netmem(netmem) + off;
+	struct page *page = devtcp_dma_page(dma);
+	void *va;
+	int err;
+
+	if (!page || offset_in_page(dma) + len > PAGE_SIZE)
+		return -EFAULT;
+	va = kmap_local_page(page);
+	err = devtcp_wire_read(src, soff, va + offset_in_page(dma), len);
+	kunmap_local(va);
+	return err;
+}
