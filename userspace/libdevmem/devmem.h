@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libdevmem: devmem TCP from user space.
+ *
+ *   memory     dma-bufs to receive into and send from: udmabuf over a
+ *              sealed memfd, a dma-heap, CUDA device memory
+ *   nic        header split, channels, RSS and flow rules of one interface,
+ *              every change undone on request
+ *   binding    a dma-buf bound to RX queues or for TX (netdev netlink)
+ *   rx         recvmsg(MSG_SOCK_DEVMEM), fragment iteration, token return
+ *   tx         devmem TX sends and their zero-copy completions
+ *   zcrx       io_uring zero-copy receive on one queue
+ *
+ * Errors: functions returning int return 0 (or a count where stated) on
+ * success and a negative errno on failure; devmem_last_error() then says
+ * what failed, on which interface and queue, and what to change. Pointer
+ * arguments marked "out" are written only on success.
+ *
+ * Threads: the library has no global state apart from the per-thread
+ * error message. An object may be used by one thread at a time; different
+ * objects may be used concurrently.
+ *
+ * Lifetimes: a binding lives as long as its devmem_binding object (the kernel
+ * ties it to the netlink socket inside). Its memory must outlive it; the
+ * kernel keeps the dma-buf until queues, sockets holding fragments and TX
+ * skbs let go, so freeing memory after unbinding is always safe. Fragments
+ * received into a binding stay owned by the application until released.
+ */
+#ifndef LIBDEVMEM_DEVMEM_H
+#define LIBDEVMEM_DEVMEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The last error of this thread, with context; never NULL. */
+const char *devmem_last_error(void);
+
+/* ------------------------------------------------------------------ memory */
+
+enum devmem_mem_kind {
+	DEVMEM_MEM_UDMABUF,	/* host pages of a sealed memfd */
+	DEVMEM_MEM_HEAP,	/* a /dev/dma_heap heap */
+	DEVMEM_MEM_CUDA,	/* CUDA device memory */
+};
+
+/* devmem_mem_udmabuf() flags */
+#define DEVMEM_MEM_HUGEPAGES	(1u << 0)	/* back the memfd with 2 MiB pages */
+
+struct devmem_mem;
+
+/* @size is rounded up to the page size (2 MiB with DEVMEM_MEM_HUGEPAGES). */
+int devmem_mem_udmabuf(struct devmem_mem **out, size_t size, unsigned int flags);
+/* @heap: a name under /dev/dma_heap, NULL for "system". */
+int devmem_mem_heap(struct devmem_mem **out, const char *heap, size_t size);
+/*
+ * Device memory of CUDA device @device exported as a dma-buf. libcuda is
+ * loaded at run time: without it (or without a GPU) this fails with -ENODEV
+ * and says why.
+ */
+int devmem_mem_cuda(struct devmem_mem **out, int device, size_t size);
+/* Frees the memory; the dma-buf lives on while the kernel still uses it. */
+void devmem_mem_free(struct devmem_mem *mem);
+
+int devmem_mem_fd(const struct devmem_mem *mem);
+size_t devmem_mem_size(const struct devmem_mem *mem);
+enum devmem_mem_kind devmem_mem_kind(const struct devmem_mem *mem);
+
+/* CPU access directions */
+#define DEVMEM_CPU_READ		(1u << 0)
+#define DEVMEM_CPU_WRITE	(1u << 1)
+
+/*
+ * CPU access to host memory (udmabuf, heap): returns the mapping of the
+ * whole buffer, valid until devmem_cpu_end(), with the dma-buf's caches
+ * synchronised for @dir (DMA_BUF_IOCTL_SYNC). NULL with -EOPNOTSUPP for
+ * CUDA memory: use devmem_mem_read()/devmem_mem_write().
+ */
+void *devmem_cpu_begin(struct devmem_mem *mem, unsigned int dir);
+int devmem_cpu_end(struct devmem_mem *mem, unsigned int dir);
+/* Copies between any kind of memory and a host buffer. */
+int devmem_mem_read(struct devmem_mem *mem, uint64_t off, void *dst, size_t len);
+int devmem_mem_write(struct devmem_mem *mem, uint64_t off, const void *src, size_t len);
+
+/* --------------------------------------------------------------------- nic */
+
+struct devmem_nic;
+
+struct devmem_nic_state {
+	unsigned int rx_queues;		/* combined channels in use */
+	unsigned int max_queues;
+	bool header_split;		/* tcp-data-split enabled */
+	uint32_t hds_thresh;
+	uint32_t hds_thresh_max;
+	bool ntuple;			/* the ntuple feature is on */
+	uint32_t rss_indir_size;
+};
+
+int devmem_nic_open(struct devmem_nic **out, const char *ifname);
+/* Closes the NIC handle; with @restore, undoes its changes first. */
+void devmem_nic_close(struct devmem_nic *nic, bool restore);
+/* Undoes every change made through @nic, newest first; continues past
+ * errors and returns the first. */
+int devmem_nic_restore(struct devmem_nic *nic);
+
+const char *devmem_nic_name(const struct devmem_nic *nic);
+int devmem_nic_ifindex(const struct devmem_nic *nic);
+int devmem_nic_state(struct devmem_nic *nic, struct devmem_nic_state *out);
+
+/* Header split on with hds-thresh 0 (what devmem needs), or back off. */
+int devmem_nic_set_header_split(struct devmem_nic *nic, bool on);
+int devmem_nic_set_queues(struct devmem_nic *nic, unsigned int count);
+int devmem_nic_set_ntuple(struct devmem_nic *nic, bool on);
+/* Spreads the main RSS table evenly over queues [first, first + count). */
+int devmem_nic_rss_spread(struct devmem_nic *nic, unsigned int first, unsigned int count);
+/* A new RSS context over queues [first, first + count); its id in @ctx. */
+int devmem_nic_rss_ctx_add(struct devmem_nic *nic, unsigned int first, unsigned int count,
+			   uint32_t *ctx);
+int devmem_nic_rss_ctx_del(struct devmem_nic *nic, uint32_t ctx);
+
+/*
+ * A TCP flow as the receiving NIC sees it: the peer is the source. Zero
+ * addresses or ports are wildcards (a 3-tuple rule: local address and port).
+ */
+struct devmem_flow {
+	int family;			/* AF_INET or AF_INET6 */
+	uint8_t src[16], dst[16];	/* network order; IPv4 in the first 4 */
+	uint16_t sport, dport;		/* host order */
+};
+
+/* Where a flow rule sends matching frames. */
+struct devmem_flow_target {
+	unsigned int queue;		/* with rss_ctx 0: this queue */
+	uint32_t rss_ctx;		/* non-zero: this RSS context (queue is
+					 * then an offset into it, usually 0) */
+};
+
+/* Installs a rule at a free location; its location in @rule. */
+int devmem_nic_flow_add(struct devmem_nic *nic, const struct devmem_flow *flow,
+			const struct devmem_flow_target *target, uint32_t *rule);
+int devmem_nic_flow_del(struct devmem_nic *nic, uint32_t rule);
+
+/* Kernel state, for tools: queues of the device as netdev netlink shows them. */
+struct devmem_queue_info {
+	unsigned int id;
+	bool rx;			/* RX queue (else TX) */
+	uint32_t napi_id;
+	uint32_t dmabuf_id;		/* RX: bound dmabuf, 0 if none */
+	bool io_uring;			/* RX: an io_uring zcrx area is installed */
+};
+
+/* Up to @max queues into @out; returns how many the device has. */
+int devmem_nic_queues(struct devmem_nic *nic, struct devmem_queue_info *out, unsigned int max);
+
+struct devmem_qstats {
+	uint64_t rx_packets, rx_bytes, rx_alloc_fail;
+	uint64_t tx_packets, tx_bytes;
+};
+
+/* Per-queue counters (qstats-get); @queue < 0: the whole device. */
+int devmem_nic_qstats(struct devmem_nic *nic, int queue, struct devmem_qstats *out);
+
+/* ----------------------------------------------------------------- binding */
+
+struct devmem_binding;
+
+/*
+ * Binds @mem to RX queues @queues[0..n) of @nic (header split must be on;
+ * the kernel restarts each queue). The flows to receive must be steered
+ * there (devmem_nic_flow_add).
+ */
+int devmem_bind_rx(struct devmem_binding **out, struct devmem_nic *nic, struct devmem_mem *mem,
+		   const unsigned int *queues, unsigned int n);
+/* Binds @mem for sending through @nic (unprivileged). */
+int devmem_bind_tx(struct devmem_binding **out, struct devmem_nic *nic, struct devmem_mem *mem);
+/* Unbinds: RX queues restart on host memory. */
+void devmem_unbind(struct devmem_binding *binding);
+
+/* The dmabuf id the kernel reports in cmsgs and expects in TX cmsgs. */
+uint32_t devmem_binding_id(const struct devmem_binding *binding);
+struct devmem_mem *devmem_binding_mem(const struct devmem_binding *binding);
+
+/* ---------------------------------------------------------------------- rx */
+
+/* One piece of received data, in stream order. */
+struct devmem_frag {
+	uint64_t offset;	/* dma-buf offset (dmabuf frags) */
+	uint32_t len;
+	uint32_t token;		/* to release (dmabuf frags) */
+	uint32_t dmabuf_id;	/* 0 for linear bytes */
+	const void *linear;	/* linear bytes: a copy in host memory, valid
+				 * until the next receive; NULL otherwise */
+};
+
+struct devmem_rx;
+
+/* Receive state of TCP socket @sock: buffers for data and cmsgs, pending
+ * tokens. @max_bytes bounds one receive (0: 1 MiB). */
+int devmem_rx_open(struct devmem_rx **out, int sock, size_t max_bytes);
+/* Returns the tokens still held and frees the state (not the socket). */
+void devmem_rx_close(struct devmem_rx *rx);
+
+/*
+ * One recvmsg(MSG_SOCK_DEVMEM) with @flags (MSG_DONTWAIT ...). Returns the
+ * bytes received (0 at end of stream); iterate them with devmem_rx_next().
+ * -EFAULT names the cause when data arrived outside any binding.
+ */
+ssize_t devmem_rx_recv(struct devmem_rx *rx, int flags);
+/* The next fragment of the last receive: 1, or 0 when there are no more. */
+int devmem_rx_next(struct devmem_rx *rx, struct devmem_frag *frag);
+
+/*
+ * Hands a dma-buf fragment back to the kernel. Tokens are batched and
+ * coalesced into ranges; a batch goes out when full (128 ranges or 1024
+ * fragments, the kernel's limits per call) or on devmem_rx_flush().
+ * Linear fragments need no release (ignored).
+ */
+int devmem_rx_release(struct devmem_rx *rx, const struct devmem_frag *frag);
+int devmem_rx_flush(struct devmem_rx *rx);
+/* Fragments received and not yet handed back to the kernel. */
+uint64_t devmem_rx_held(const struct devmem_rx *rx);
+
+/*
+ * Receives exactly @len bytes as fragments into @frags (at most @max; the
+ * count in @nfrags): dma-buf fragments as received, linear bytes copied into
+ * @linear (capacity @linear_cap) with each linear fragment pointing there.
+ * Returns the bytes received: @len, or fewer when @max or @linear_cap ran
+ * out first (the rest stays in the socket for the next call); 0 at end of
+ * stream before the first byte; -EPIPE when the stream ends mid-way (the
+ * fragments received so far are in @frags and must still be released).
+ */
+ssize_t devmem_rx_recv_exact(struct devmem_rx *rx, size_t len, struct devmem_frag *frags,
+			     unsigned int max, unsigned int *nfrags, void *linear,
+			     size_t linear_cap);
+
+/* ---------------------------------------------------------------------- tx */
+
+struct devmem_tx;
+
+/* Devmem sends on connected TCP socket @sock from @binding (a TX binding on
+ * the route's device); sets SO_ZEROCOPY. */
+int devmem_tx_open(struct devmem_tx **out, int sock, struct devmem_binding *binding);
+/* Waits up to @timeout_ms for outstanding sends, then frees the state. */
+void devmem_tx_close(struct devmem_tx *tx, int timeout_ms);
+
+/*
+ * Sends up to @len bytes at dma-buf offset @off (one sendmsg). Returns the
+ * bytes sent; the send's completion id, for devmem_tx_done(), in @id.
+ */
+ssize_t devmem_tx_send(struct devmem_tx *tx, uint64_t off, size_t len, int flags, uint32_t *id);
+/* Reads completions from the error queue, waiting up to @timeout_ms
+ * (0: none, -1: forever) for one; returns the number of sends completed. */
+int devmem_tx_reap(struct devmem_tx *tx, int timeout_ms);
+/* Whether send @id has completed (the device no longer reads its range). */
+bool devmem_tx_done(const struct devmem_tx *tx, uint32_t id);
+/* Waits until send @id (and every earlier one) has completed. */
+int devmem_tx_wait(struct devmem_tx *tx, uint32_t id, int timeout_ms);
+/* Sends not yet completed. */
+uint32_t devmem_tx_pending(const struct devmem_tx *tx);
+
+/* -------------------------------------------------------------------- zcrx */
+
+struct devmem_zcrx;
+
+/* io_uring zero-copy receive on RX queue @queue of @nic. The area is @mem
+ * (a dma-buf) or, with @mem NULL, @area_size bytes of user memory. */
+int devmem_zcrx_open(struct devmem_zcrx **out, struct devmem_nic *nic, unsigned int queue,
+		     struct devmem_mem *mem, size_t area_size);
+void devmem_zcrx_close(struct devmem_zcrx *z);
+
+/* Starts receiving on TCP socket @sock (a multishot RECV_ZC). */
+int devmem_zcrx_recv(struct devmem_zcrx *z, int sock);
+
+struct devmem_zcrx_chunk {
+	int sock;
+	uint64_t offset;	/* in the area */
+	uint32_t len;		/* 0: the socket's stream ended */
+	const void *data;	/* user-memory areas: the bytes; else NULL */
+	uint64_t cookie;	/* for devmem_zcrx_release() */
+};
+
+/* Up to @max received chunks, waiting up to @timeout_ms for the first. */
+int devmem_zcrx_wait(struct devmem_zcrx *z, struct devmem_zcrx_chunk *chunks, unsigned int max,
+		     int timeout_ms);
+/* Hands a chunk's buffer back through the refill ring. */
+int devmem_zcrx_release(struct devmem_zcrx *z, const struct devmem_zcrx_chunk *chunk);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
