@@ -25,6 +25,7 @@ modules: provision
 userspace: provision
 	@$(MAKE) -s -C userspace
 	@$(MAKE) -s -C selftests/net
+	@$(MAKE) -s -C selftests/libdevmem
 
 check: all
 	@selftests/check
@@ -44,5 +45,6 @@ clean:
 	fi
 	@$(MAKE) -s -C userspace clean
 	@$(MAKE) -s -C selftests/net clean
+	@$(MAKE) -s -C selftests/libdevmem clean
 
 .PHONY: all provision modules userspace check demo bench checkpatch clean
