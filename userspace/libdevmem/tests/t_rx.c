@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The cmsg walk of a devmem receive and the batching of returned tokens. */
+#include <errno.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "check.h"
+
+static char ctrl[4096] __attribute__((aligned(8)));
+
+/* Appends one cmsg to @msg (msg_controllen grows). */
+static void put(struct msghdr *msg, int level, int type, uint64_t off, uint32_t size,
+		uint32_t token, uint32_t id)
+{
+	struct dmabuf_cmsg dc = { .frag_offset = off, .frag_size = size, .frag_token = token,
+				  .dmabuf_id = id };
+	struct cmsghdr *cm = (struct cmsghdr *)((char *)msg->msg_control + msg->msg_controllen);
+
+	cm->cmsg_level = level;
+	cm->cmsg_type = type;
+	cm->cmsg_len = CMSG_LEN(sizeof(dc));
+	memcpy(CMSG_DATA(cm), &dc, sizeof(dc));
+	msg->msg_controllen += CMSG_SPACE(sizeof(dc));
+}
+
+struct walk {
+	struct cmsghdr *cursor;
+	bool started;
+	size_t linear_used, reported;
+};
+
+static int next(struct msghdr *msg, struct walk *w, const uint8_t *data, size_t bytes,
+		struct devmem_frag *f)
+{
+	return devmem_rx_parse_next(msg, &w->cursor, &w->started, data, bytes, &w->linear_used,
+				    &w->reported, f);
+}
+
+static void mixed_fragments(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	uint8_t data[300];
+	struct devmem_frag f;
+	struct walk w = { 0 };
+
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_LINEAR, 0, 100, 0, 0);
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_DMABUF, 8192, 4096, 7, 3);
+	put(&msg, IPPROTO_IP, 1, 0, 0, 0, 0);	/* not ours: skipped */
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_LINEAR, 0, 200, 0, 0);
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_DMABUF, 0, 1000, 8, 3);
+
+	CHECK(next(&msg, &w, data, 5396, &f) == 1, "first");
+	CHECK(f.linear == data && f.len == 100 && !f.dmabuf_id, "linear 100 at the iov start");
+	CHECK(next(&msg, &w, data, 5396, &f) == 1, "second");
+	CHECK(!f.linear && f.offset == 8192 && f.len == 4096 && f.token == 7 && f.dmabuf_id == 3,
+	      "dmabuf frag: off %llu len %u token %u id %u", (unsigned long long)f.offset, f.len,
+	      f.token, f.dmabuf_id);
+	CHECK(next(&msg, &w, data, 5396, &f) == 1, "third");
+	CHECK(f.linear == data + 100 && f.len == 200, "second linear run follows the first");
+	CHECK(next(&msg, &w, data, 5396, &f) == 1 && f.token == 8, "fourth");
+	CHECK(next(&msg, &w, data, 5396, &f) == 0, "then the end");
+}
+
+static void plain_data(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	uint8_t data[64];
+	struct devmem_frag f;
+	struct walk w = { 0 };
+
+	CHECK(next(&msg, &w, data, 64, &f) == 1, "plain data is one fragment");
+	CHECK(f.linear == data && f.len == 64 && !f.dmabuf_id, "all linear");
+	CHECK(next(&msg, &w, data, 64, &f) == 0, "and nothing else");
+}
+
+static void bad_cmsgs(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	uint8_t data[64];
+	struct devmem_frag f;
+	struct walk w = { 0 };
+
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_DMABUF, 0, 1000, 1, 1);
+	CHECK(next(&msg, &w, data, 2000, &f) == 1, "a frag");
+	CHECK(next(&msg, &w, data, 2000, &f) == -EPROTO, "cmsgs short of the bytes received");
+	CHECK(strstr(devmem_last_error(), "cover 1000 of 2000"), "says '%s'", devmem_last_error());
+
+	w = (struct walk){ 0 };
+	CHECK(next(&msg, &w, data, 500, &f) == -EPROTO, "a frag larger than the receive");
+
+	msg.msg_controllen = 0;
+	w = (struct walk){ 0 };
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_LINEAR, 0, 100, 0, 0);
+	CHECK(next(&msg, &w, data, 100, &f) == 1, "linear fits");
+	msg.msg_controllen = 0;
+	w = (struct walk){ 0 };
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_DMABUF, 0, 50, 1, 1);
+	put(&msg, SOL_SOCKET, SCM_DEVMEM_LINEAR, 0, 100, 0, 0);
+	CHECK(next(&msg, &w, data, 100, &f) == 1, "frag");
+	CHECK(next(&msg, &w, data, 100, &f) == -EPROTO, "linear run beyond the bytes");
+}
+
+static void token_batches(void)
+{
+	struct devmem_token_batch tb = { 0 };
+	unsigned int i;
+
+	for (i = 1; i <= 5; i++)
+		CHECK(!devmem_tokens_add(&tb, i), "add %u", i);
+	CHECK(tb.n == 1 && tb.ranges[0].token_start == 1 && tb.ranges[0].token_count == 5,
+	      "consecutive tokens coalesce: %u ranges", tb.n);
+	CHECK(!devmem_tokens_add(&tb, 9) && tb.n == 2, "a gap starts a range");
+	CHECK(!devmem_tokens_add(&tb, 6) && tb.n == 3, "out of order starts a range");
+
+	tb = (struct devmem_token_batch){ 0 };
+	for (i = 0; i < DEVMEM_DONTNEED_MAX_TOKENS; i++)
+		CHECK(!devmem_tokens_add(&tb, 10 * i + 1), "range %u", i);
+	CHECK(devmem_tokens_add(&tb, 5000) == 1, "the 129th range needs a flush");
+	CHECK(!devmem_tokens_add(&tb, 10 * (DEVMEM_DONTNEED_MAX_TOKENS - 1) + 2),
+	      "extending the last range still fits");
+
+	tb = (struct devmem_token_batch){ 0 };
+	for (i = 0; i < DEVMEM_DONTNEED_MAX_FRAGS; i++)
+		CHECK(!devmem_tokens_add(&tb, i + 1), "token %u", i);
+	CHECK(tb.n == 1, "one range of 1024");
+	CHECK(devmem_tokens_add(&tb, DEVMEM_DONTNEED_MAX_FRAGS + 1) == 1,
+	      "the 1025th fragment needs a flush");
+	CHECK(devmem_tokens_flush(&tb, -1) < 0 && !tb.n && !tb.frags,
+	      "a failed flush empties the batch");
+	CHECK(strstr(devmem_last_error(), "SO_DEVMEM_DONTNEED of 1024 fragments"), "says '%s'",
+	      devmem_last_error());
+	CHECK(devmem_tokens_flush(&tb, -1) == 0, "an empty flush is a no-op");
+}
+
+static void open_checks(void)
+{
+	struct devmem_rx *rx = NULL;
+	int s, p[2];
+
+	CHECK(!pipe(p), "pipe");
+	CHECK(devmem_rx_open(&rx, p[0], 0) == -ENOTSOCK, "a pipe is refused");
+	CHECK(strstr(devmem_last_error(), "is not a socket"), "says '%s'", devmem_last_error());
+	close(p[0]);
+	close(p[1]);
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(devmem_rx_open(&rx, s, 0) == -EINVAL, "a UDP socket is refused");
+	CHECK(strstr(devmem_last_error(), "not a TCP socket"), "says '%s'", devmem_last_error());
+	close(s);
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(devmem_rx_open(&rx, s, 4096) == 0, "a TCP socket is fine");
+	CHECK(devmem_rx_held(rx) == 0, "nothing held");
+	devmem_rx_close(rx);
+	close(s);
+}
+
+int main(void)
+{
+	mixed_fragments();
+	plain_data();
+	bad_cmsgs();
+	token_batches();
+	open_checks();
+	return check_done("t_rx");
+}
