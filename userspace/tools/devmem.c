@@ -1,0 +1,820 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * devmem: set up a NIC for devmem TCP and move data through it.
+ *
+ *   devmem nic setup IFACE [--queues N] [--reserve K]
+ *   devmem nic teardown IFACE
+ *   devmem nic show IFACE [--json]
+ *   devmem rx --iface IFACE --queue Q --port PORT [options]
+ *   devmem tx --iface IFACE --addr ADDR --port PORT [options]
+ *
+ * See devmem(1). Exit status: 0 done, 1 failed (with a message saying what
+ * to do), 2 usage, 3 payload did not match the pattern.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "devmem.h"
+#include "pattern.h"
+
+#define EXIT_USAGE	2
+#define EXIT_MISMATCH	3
+#define STATE_DIR	"/run/devmem"
+
+static const char *prog = "devmem";
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+/* Exits with the library's description of the failed call. */
+static void check(int ret, const char *what)
+{
+	if (ret < 0)
+		die("%s: %s", what, devmem_last_error());
+}
+
+__attribute__((noreturn)) static void usage(void)
+{
+	fprintf(stderr,
+		"usage: devmem nic setup IFACE [--queues N] [--reserve K]\n"
+		"       devmem nic teardown IFACE\n"
+		"       devmem nic show IFACE [--json]\n"
+		"       devmem rx --iface IFACE --queue Q --port PORT [--bytes N] [--mem KIND]\n"
+		"                 [--size SIZE] [--pattern SEED] [--steer] [--output FILE] [-6]\n"
+		"       devmem tx --iface IFACE --addr ADDR --port PORT [--bytes N] [--mem KIND]\n"
+		"                 [--size SIZE] [--chunk SIZE] [--pattern SEED]\n"
+		"KIND is udmabuf (default), heap or cuda[:GPU]; sizes take K, M, G suffixes.\n");
+	exit(EXIT_USAGE);
+}
+
+/* "64M" and friends; exits on anything else. */
+static uint64_t parse_size(const char *s, const char *what)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (errno || *end || end == s || *s == '-') {
+		fprintf(stderr, "%s: %s: '%s' is not a size (like 4096, 64K, 16M, 1G)\n", prog,
+			what, s);
+		exit(EXIT_USAGE);
+	}
+	return v;
+}
+
+static unsigned int parse_uint(const char *s, const char *what, unsigned int max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || end == s || *s == '-' || v > max) {
+		fprintf(stderr, "%s: %s: '%s' is not a number from 0 to %u\n", prog, what, s, max);
+		exit(EXIT_USAGE);
+	}
+	return v;
+}
+
+/* ----------------------------------------------------------------- memory */
+
+struct mem_choice {
+	enum devmem_mem_kind kind;
+	int gpu;
+};
+
+static struct mem_choice parse_mem(const char *s)
+{
+	if (!strcmp(s, "udmabuf"))
+		return (struct mem_choice){ DEVMEM_MEM_UDMABUF, 0 };
+	if (!strcmp(s, "heap"))
+		return (struct mem_choice){ DEVMEM_MEM_HEAP, 0 };
+	if (!strcmp(s, "cuda"))
+		return (struct mem_choice){ DEVMEM_MEM_CUDA, 0 };
+	if (!strncmp(s, "cuda:", 5))
+		return (struct mem_choice){ DEVMEM_MEM_CUDA, parse_uint(s + 5, "--mem cuda:GPU", 1024) };
+	fprintf(stderr, "%s: --mem: '%s' is not udmabuf, heap or cuda[:GPU]\n", prog, s);
+	exit(EXIT_USAGE);
+}
+
+static struct devmem_mem *mem_alloc(struct mem_choice c, size_t size)
+{
+	struct devmem_mem *mem;
+
+	switch (c.kind) {
+	case DEVMEM_MEM_UDMABUF:
+		check(devmem_mem_udmabuf(&mem, size, 0), "udmabuf");
+		break;
+	case DEVMEM_MEM_HEAP:
+		check(devmem_mem_heap(&mem, NULL, size), "dma-heap");
+		break;
+	case DEVMEM_MEM_CUDA:
+		check(devmem_mem_cuda(&mem, c.gpu, size), "CUDA memory");
+		break;
+	}
+	return mem;
+}
+
+/* --------------------------------------------------------------- progress */
+
+struct progress {
+	const char *verb;
+	uint64_t total;		/* 0: unknown */
+	double t0, last;
+	bool tty;
+};
+
+static void progress_start(struct progress *p, const char *verb, uint64_t total)
+{
+	*p = (struct progress){ .verb = verb, .total = total, .t0 = now(),
+				.tty = isatty(STDERR_FILENO) };
+	p->last = p->t0;
+}
+
+/* A live line on a terminal, at most twice a second. */
+static void progress_update(struct progress *p, uint64_t done)
+{
+	double t = now();
+
+	if (!p->tty || t - p->last < 0.5)
+		return;
+	p->last = t;
+	if (p->total)
+		fprintf(stderr, "\r%s %" PRIu64 " of %" PRIu64 " MB (%.0f%%), %.1f MB/s   ",
+			p->verb, done / 1000000, p->total / 1000000, 100.0 * done / p->total,
+			done / (t - p->t0) / 1e6);
+	else
+		fprintf(stderr, "\r%s %" PRIu64 " MB, %.1f MB/s   ", p->verb, done / 1000000,
+			done / (t - p->t0) / 1e6);
+}
+
+static double progress_end(struct progress *p)
+{
+	if (p->tty && p->last != p->t0)
+		fprintf(stderr, "\r\033[K");
+	return now() - p->t0;
+}
+
+/* -------------------------------------------------------------------- nic */
+
+/* What "nic setup" changed, so that "nic teardown" (another process) can undo it. */
+struct nic_saved {
+	unsigned int queues;
+	bool header_split;
+	bool ntuple;
+	uint32_t rss_ctx;
+	unsigned int reserve;
+};
+
+static void state_path(char *buf, size_t len, const char *ifname)
+{
+	snprintf(buf, len, STATE_DIR "/%s.state", ifname);
+}
+
+static void state_save(const char *ifname, const struct nic_saved *s)
+{
+	char path[256];
+	FILE *f;
+
+	if (mkdir(STATE_DIR, 0755) && errno != EEXIST)
+		die("%s: %s", STATE_DIR, strerror(errno));
+	state_path(path, sizeof(path), ifname);
+	f = fopen(path, "w");
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	fprintf(f, "queues %u\nheader_split %d\nntuple %d\nrss_ctx %u\nreserve %u\n",
+		s->queues, s->header_split, s->ntuple, s->rss_ctx, s->reserve);
+	if (fclose(f))
+		die("%s: %s", path, strerror(errno));
+}
+
+static int state_load(const char *ifname, struct nic_saved *s)
+{
+	char path[256];
+	int hs, nt, n;
+	FILE *f;
+
+	state_path(path, sizeof(path), ifname);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "queues %u\nheader_split %d\nntuple %d\nrss_ctx %u\nreserve %u\n",
+		   &s->queues, &hs, &nt, &s->rss_ctx, &s->reserve);
+	fclose(f);
+	if (n != 5)
+		die("%s: not a state file written by 'devmem nic setup'", path);
+	s->header_split = hs;
+	s->ntuple = nt;
+	return 0;
+}
+
+/* A failed set-up step undoes the steps before it. */
+static void setup_step(struct devmem_nic *nic, int ret)
+{
+	if (ret >= 0)
+		return;
+	fprintf(stderr, "%s: %s: %s\n", prog, devmem_nic_name(nic), devmem_last_error());
+	if (devmem_nic_restore(nic) < 0)
+		fprintf(stderr, "%s: undoing the set-up failed too: %s\n", prog,
+			devmem_last_error());
+	devmem_nic_close(nic, false);
+	exit(1);
+}
+
+static int cmd_nic_setup(const char *ifname, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "queues", required_argument, NULL, 'q' },
+		{ "reserve", required_argument, NULL, 'r' },
+		{ 0 }
+	};
+	unsigned int queues = 0, reserve = 1;
+	struct devmem_nic_state st;
+	struct nic_saved saved;
+	struct devmem_nic *nic;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'q': queues = parse_uint(optarg, "--queues", 1024); break;
+		case 'r': reserve = parse_uint(optarg, "--reserve", 1024); break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (!state_load(ifname, &saved))
+		die("%s is already set up (" STATE_DIR "/%s.state): run 'devmem nic teardown %s' "
+		    "first", ifname, ifname, ifname);
+
+	check(devmem_nic_open(&nic, ifname), ifname);
+	check(devmem_nic_state(nic, &st), ifname);
+	saved = (struct nic_saved){ .queues = st.rx_queues, .header_split = st.header_split,
+				    .ntuple = st.ntuple, .reserve = reserve };
+	if (!queues)
+		queues = st.rx_queues;
+	if (!reserve || reserve >= queues)
+		die("%s: --reserve %u: reserve 1 to %u of the %u queues, so that others carry "
+		    "the rest of the traffic", ifname, reserve, queues - 1, queues);
+	if (queues != st.rx_queues)
+		setup_step(nic, devmem_nic_set_queues(nic, queues));
+	setup_step(nic, devmem_nic_set_header_split(nic, true));
+	setup_step(nic, devmem_nic_set_ntuple(nic, true));
+	setup_step(nic, devmem_nic_rss_spread(nic, 0, queues - reserve));
+	setup_step(nic, devmem_nic_rss_ctx_add(nic, queues - reserve, reserve, &saved.rss_ctx));
+	state_save(ifname, &saved);
+	/* The changes stay: teardown undoes them from the state file. */
+	devmem_nic_close(nic, false);
+	printf("%s: header split on (hds-thresh 0), ntuple on, RSS over queues 0-%u, "
+	       "queues %u-%u reserved for devmem (RSS context %u)\n", ifname,
+	       queues - reserve - 1, queues - reserve, queues - 1, saved.rss_ctx);
+	return 0;
+}
+
+static int cmd_nic_teardown(const char *ifname, int argc, char **argv)
+{
+	struct nic_saved saved;
+	struct devmem_nic *nic;
+	char path[256];
+	int err;
+
+	(void)argv;
+	if (argc > 1)
+		usage();
+	err = state_load(ifname, &saved);
+	if (err)
+		die("%s was not set up by 'devmem nic setup' (no " STATE_DIR "/%s.state: %s)",
+		    ifname, ifname, strerror(-err));
+	check(devmem_nic_open(&nic, ifname), ifname);
+	check(devmem_nic_rss_ctx_del(nic, saved.rss_ctx), ifname);
+	check(devmem_nic_rss_spread(nic, 0, saved.queues), ifname);
+	check(devmem_nic_set_queues(nic, saved.queues), ifname);
+	check(devmem_nic_set_ntuple(nic, saved.ntuple), ifname);
+	check(devmem_nic_set_header_split(nic, saved.header_split), ifname);
+	devmem_nic_close(nic, false);
+	state_path(path, sizeof(path), ifname);
+	unlink(path);
+	printf("%s: restored (%u queues, header split %s, ntuple %s)\n", ifname, saved.queues,
+	       saved.header_split ? "on" : "off", saved.ntuple ? "on" : "off");
+	return 0;
+}
+
+static int cmd_nic_show(const char *ifname, int argc, char **argv)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
+	struct devmem_queue_info qi[256];
+	struct devmem_nic_state st;
+	struct devmem_qstats qs;
+	struct devmem_nic *nic;
+	struct nic_saved saved;
+	int opt, n, json = 0, setup;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt != 'j')
+			usage();
+		json = 1;
+	}
+	if (optind != argc)
+		usage();
+	check(devmem_nic_open(&nic, ifname), ifname);
+	check(devmem_nic_state(nic, &st), ifname);
+	n = devmem_nic_queues(nic, qi, sizeof(qi) / sizeof(qi[0]));
+	check(n, ifname);
+	if (n > (int)(sizeof(qi) / sizeof(qi[0])))
+		n = sizeof(qi) / sizeof(qi[0]);
+	setup = !state_load(ifname, &saved);
+
+	if (json) {
+		printf("{\"ifname\": \"%s\", \"ifindex\": %d, \"queues\": %u, \"max_queues\": %u, "
+		       "\"header_split\": %s, \"hds_thresh\": %u, \"ntuple\": %s, "
+		       "\"devmem_setup\": %s", ifname, devmem_nic_ifindex(nic), st.rx_queues,
+		       st.max_queues, st.header_split ? "true" : "false", st.hds_thresh,
+		       st.ntuple ? "true" : "false", setup ? "true" : "false");
+		if (setup)
+			printf(", \"reserved\": [%u, %u], \"rss_ctx\": %u",
+			       saved.queues - saved.reserve, saved.queues - 1, saved.rss_ctx);
+		printf(", \"rx_queues\": [");
+	} else {
+		printf("%s (ifindex %d): %u of %u queues, header split %s, hds-thresh %u, "
+		       "ntuple %s\n", ifname, devmem_nic_ifindex(nic), st.rx_queues,
+		       st.max_queues, st.header_split ? "on" : "off", st.hds_thresh,
+		       st.ntuple ? "on" : "off");
+		if (setup)
+			printf("devmem: queues %u-%u reserved (RSS context %u)\n",
+			       saved.queues - saved.reserve, saved.queues - 1, saved.rss_ctx);
+		printf("%-6s %-8s %-10s %-14s %-14s %s\n", "queue", "napi", "memory", "rx packets",
+		       "rx bytes", "alloc fail");
+	}
+	for (int i = 0, first = 1; i < n; i++) {
+		char mem[32] = "host";
+
+		if (!qi[i].rx)
+			continue;
+		memset(&qs, 0, sizeof(qs));
+		check(devmem_nic_qstats(nic, qi[i].id, &qs), ifname);
+		if (qi[i].dmabuf_id)
+			snprintf(mem, sizeof(mem), "dmabuf %u", qi[i].dmabuf_id);
+		else if (qi[i].io_uring)
+			snprintf(mem, sizeof(mem), "io_uring");
+		if (json)
+			printf("%s{\"id\": %u, \"napi_id\": %u, \"dmabuf_id\": %u, \"io_uring\": %s, "
+			       "\"rx_packets\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
+			       ", \"rx_alloc_fail\": %" PRIu64 "}", first ? "" : ", ", qi[i].id,
+			       qi[i].napi_id, qi[i].dmabuf_id, qi[i].io_uring ? "true" : "false",
+			       qs.rx_packets, qs.rx_bytes, qs.rx_alloc_fail);
+		else
+			printf("%-6u %-8u %-10s %-14" PRIu64 " %-14" PRIu64 " %" PRIu64 "\n",
+			       qi[i].id, qi[i].napi_id, mem, qs.rx_packets, qs.rx_bytes,
+			       qs.rx_alloc_fail);
+		first = 0;
+	}
+	if (json)
+		printf("]}\n");
+	devmem_nic_close(nic, false);
+	return 0;
+}
+
+static int cmd_nic(int argc, char **argv)
+{
+	const char *sub, *ifname;
+
+	if (argc < 3)
+		usage();
+	sub = argv[1];
+	ifname = argv[2];
+	/* getopt_long sees "IFACE --opt ...": start after IFACE. */
+	argc -= 2;
+	argv += 2;
+	optind = 1;
+	if (!strcmp(sub, "setup"))
+		return cmd_nic_setup(ifname, argc, argv);
+	if (!strcmp(sub, "teardown"))
+		return cmd_nic_teardown(ifname, argc, argv);
+	if (!strcmp(sub, "show"))
+		return cmd_nic_show(ifname, argc, argv);
+	usage();
+}
+
+/* --------------------------------------------------------------- rx / tx */
+
+struct xfer_opts {
+	const char *ifname, *addr, *output;
+	unsigned int queue;
+	int port, v6, steer, have_pattern;
+	uint64_t bytes, seed;
+	size_t size, chunk;
+	struct mem_choice mem;
+};
+
+static void parse_xfer(int argc, char **argv, struct xfer_opts *o, bool rx)
+{
+	static const struct option opts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "queue", required_argument, NULL, 'q' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "bytes", required_argument, NULL, 'n' },
+		{ "mem", required_argument, NULL, 'm' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "pattern", required_argument, NULL, 's' },
+		{ "steer", no_argument, NULL, 'T' },
+		{ "output", required_argument, NULL, 'o' },
+		{ 0 }
+	};
+	int opt;
+
+	*o = (struct xfer_opts){ .queue = ~0u, .size = 64 << 20, .chunk = 1 << 20 };
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "i:q:a:p:n:m:S:c:s:To:6", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i': o->ifname = optarg; break;
+		case 'q': o->queue = parse_uint(optarg, "--queue", 4095); break;
+		case 'a': o->addr = optarg; break;
+		case 'p': o->port = parse_uint(optarg, "--port", 65535); break;
+		case 'n': o->bytes = parse_size(optarg, "--bytes"); break;
+		case 'm': o->mem = parse_mem(optarg); break;
+		case 'S': o->size = parse_size(optarg, "--size"); break;
+		case 'c': o->chunk = parse_size(optarg, "--chunk"); break;
+		case 's': o->seed = strtoull(optarg, NULL, 0); o->have_pattern = 1; break;
+		case 'T': o->steer = 1; break;
+		case 'o': o->output = optarg; break;
+		case '6': o->v6 = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || !o->ifname || !o->port)
+		usage();
+	if (rx && o->queue == ~0u) {
+		fprintf(stderr, "%s rx: --queue is required: the RX queue to bind the memory to\n",
+			prog);
+		exit(EXIT_USAGE);
+	}
+	if (!rx && !o->addr) {
+		fprintf(stderr, "%s tx: --addr is required\n", prog);
+		exit(EXIT_USAGE);
+	}
+	if (!o->size || !o->chunk || o->chunk > o->size) {
+		fprintf(stderr, "%s: --chunk must be between 1 and --size (%zu)\n", prog, o->size);
+		exit(EXIT_USAGE);
+	}
+}
+
+static int listen_accept(int port, int v6)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, ls, s;
+
+	ls = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+	if (ls < 0)
+		die("socket: %s", strerror(errno));
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (v6 ? bind(ls, (struct sockaddr *)&a6, sizeof(a6))
+	       : bind(ls, (struct sockaddr *)&a4, sizeof(a4)))
+		die("bind to port %d: %s", port, strerror(errno));
+	if (listen(ls, 1))
+		die("listen: %s", strerror(errno));
+	fprintf(stderr, "listening on port %d\n", port);
+	s = accept(ls, NULL, NULL);
+	if (s < 0)
+		die("accept: %s", strerror(errno));
+	close(ls);
+	return s;
+}
+
+/* Installs a rule steering TCP to local port @port onto @queue (3-tuple). */
+static uint32_t steer_port(struct devmem_nic *nic, int v6, int port, unsigned int queue)
+{
+	struct devmem_flow flow = { .family = v6 ? AF_INET6 : AF_INET, .dport = port };
+	struct devmem_flow_target target = { .queue = queue };
+	uint32_t rule;
+
+	check(devmem_nic_flow_add(nic, &flow, &target, &rule), "--steer");
+	return rule;
+}
+
+struct rx_totals {
+	uint64_t bytes, dmabuf_bytes, linear_bytes, frags, bad, first_bad;
+};
+
+/* Checks @len bytes at stream offset @off against the pattern. */
+static void check_pattern(struct rx_totals *t, const uint8_t *data, size_t len, uint64_t seed,
+			  uint64_t off)
+{
+	static uint8_t want[64 * 1024];
+
+	while (len) {
+		size_t n = len < sizeof(want) ? len : sizeof(want);
+
+		pattern_fill(want, n, seed, off);
+		if (memcmp(data, want, n))
+			for (size_t i = 0; i < n; i++)
+				if (data[i] != want[i] && !t->bad++)
+					t->first_bad = off + i;
+		off += n;
+		data += n;
+		len -= n;
+	}
+}
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("writing the output: %s", strerror(errno));
+		buf = (const char *)buf + n;
+		len -= n;
+	}
+}
+
+static int cmd_rx(int argc, char **argv)
+{
+	static uint8_t copy[64 * 1024];
+	struct devmem_binding *binding;
+	struct rx_totals t = { 0 };
+	struct devmem_mem *mem;
+	struct devmem_nic *nic;
+	struct devmem_frag f;
+	struct devmem_rx *rx;
+	struct progress p;
+	struct xfer_opts o;
+	uint8_t *map = NULL;
+	int s, out = -1, steered = 0;
+	uint32_t rule = 0;
+	double secs;
+
+	parse_xfer(argc, argv, &o, true);
+	if (o.output)
+		out = strcmp(o.output, "-") ? open(o.output, O_WRONLY | O_CREAT | O_TRUNC, 0644)
+					    : STDOUT_FILENO;
+	if (o.output && out < 0)
+		die("%s: %s", o.output, strerror(errno));
+	check(devmem_nic_open(&nic, o.ifname), o.ifname);
+	if (o.steer) {
+		rule = steer_port(nic, o.v6, o.port, o.queue);
+		steered = 1;
+	}
+	mem = mem_alloc(o.mem, o.size);
+	check(devmem_bind_rx(&binding, nic, mem, &o.queue, 1), "bind-rx");
+	fprintf(stderr, "%s queue %u: %zu bytes of %s memory bound as dmabuf %u\n", o.ifname,
+		o.queue, devmem_mem_size(mem),
+		o.mem.kind == DEVMEM_MEM_CUDA ? "CUDA" : o.mem.kind == DEVMEM_MEM_HEAP ?
+		"dma-heap" : "udmabuf", devmem_binding_id(binding));
+
+	s = listen_accept(o.port, o.v6);
+	check(devmem_rx_open(&rx, s, 0), "receive");
+	progress_start(&p, "received", o.bytes);
+	while (!o.bytes || t.bytes < o.bytes) {
+		ssize_t n = devmem_rx_recv(rx, 0);
+
+		check(n, "receive");
+		if (!n)
+			break;
+		if (o.mem.kind != DEVMEM_MEM_CUDA && (o.have_pattern || out >= 0))
+			map = devmem_cpu_begin(mem, DEVMEM_CPU_READ);
+		for (int ret; (ret = devmem_rx_next(rx, &f)) != 0; ) {
+			const uint8_t *data = f.linear;
+
+			check(ret, "receive");
+			if (f.dmabuf_id && (o.have_pattern || out >= 0)) {
+				if (map) {
+					data = map + f.offset;
+				} else {
+					/* Device memory: copy out in pieces. */
+					for (uint32_t done = 0; done < f.len; ) {
+						uint32_t c = f.len - done < sizeof(copy) ?
+							     f.len - done : sizeof(copy);
+
+						check(devmem_mem_read(mem, f.offset + done, copy,
+								      c), "reading CUDA memory");
+						if (o.have_pattern)
+							check_pattern(&t, copy, c, o.seed,
+								      t.bytes + done);
+						if (out >= 0)
+							write_all(out, copy, c);
+						done += c;
+					}
+					data = NULL;
+				}
+			}
+			if (data && o.have_pattern)
+				check_pattern(&t, data, f.len, o.seed, t.bytes);
+			if (data && out >= 0)
+				write_all(out, data, f.len);
+			if (f.dmabuf_id)
+				t.dmabuf_bytes += f.len;
+			else
+				t.linear_bytes += f.len;
+			t.bytes += f.len;
+			t.frags++;
+			check(devmem_rx_release(rx, &f), "token return");
+		}
+		if (map)
+			devmem_cpu_end(mem, DEVMEM_CPU_READ);
+		map = NULL;
+		check(devmem_rx_flush(rx), "token return");
+		progress_update(&p, t.bytes);
+	}
+	secs = progress_end(&p);
+	devmem_rx_close(rx);
+	close(s);
+	devmem_unbind(binding);
+	devmem_mem_free(mem);
+	if (steered)
+		devmem_nic_flow_del(nic, rule);
+	devmem_nic_close(nic, false);
+
+	printf("received %" PRIu64 " bytes (%" PRIu64 " via dma-buf, %" PRIu64 " linear) in "
+	       "%" PRIu64 " fragments, %.1f MB/s", t.bytes, t.dmabuf_bytes, t.linear_bytes,
+	       t.frags, secs > 0 ? t.bytes / secs / 1e6 : 0.0);
+	if (o.have_pattern)
+		printf(", %" PRIu64 " mismatched", t.bad);
+	printf("\n");
+	if (o.bytes && t.bytes != o.bytes)
+		die("the stream ended after %" PRIu64 " of %" PRIu64 " bytes", t.bytes, o.bytes);
+	if (t.bad) {
+		fprintf(stderr, "%s: payload differs from pattern %" PRIu64 " first at offset %"
+			PRIu64 "\n", prog, o.seed, t.first_bad);
+		return EXIT_MISMATCH;
+	}
+	if (!t.dmabuf_bytes && t.bytes)
+		die("no byte arrived through the dma-buf: steer the flow to queue %u "
+		    "(--steer, or a rule of your own)", o.queue);
+	return 0;
+}
+
+static int connect_to(const char *addr, int port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo *ai;
+	char service[16];
+	int s, err;
+
+	snprintf(service, sizeof(service), "%d", port);
+	err = getaddrinfo(addr, service, &hints, &ai);
+	if (err)
+		die("--addr %s: %s", addr, gai_strerror(err));
+	s = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (s < 0)
+		die("socket: %s", strerror(errno));
+	if (connect(s, ai->ai_addr, ai->ai_addrlen))
+		die("connect to %s port %d: %s", addr, port, strerror(errno));
+	freeaddrinfo(ai);
+	return s;
+}
+
+/* Fills @len bytes at @off of the dma-buf with the stream at @pos (pattern or stdin). */
+static size_t fill(struct devmem_mem *mem, const struct xfer_opts *o, uint64_t off, size_t len,
+		   uint64_t pos)
+{
+	static uint8_t buf[1 << 20];
+	size_t done = 0;
+
+	while (done < len) {
+		size_t n = len - done < sizeof(buf) ? len - done : sizeof(buf);
+
+		if (o->have_pattern) {
+			pattern_fill(buf, n, o->seed, pos + done);
+		} else {
+			ssize_t r = read(STDIN_FILENO, buf, n);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				die("reading stdin: %s", strerror(errno));
+			if (!r)
+				break;
+			n = r;
+		}
+		check(devmem_mem_write(mem, off + done, buf, n), "filling the dma-buf");
+		done += n;
+	}
+	return done;
+}
+
+static int cmd_tx(int argc, char **argv)
+{
+	struct devmem_binding *binding;
+	struct devmem_mem *mem;
+	struct devmem_nic *nic;
+	struct devmem_tx *tx;
+	struct xfer_opts o;
+	struct progress p;
+	uint32_t *slot_id, id;
+	uint64_t sent = 0;
+	size_t nslots, slot = 0;
+	double secs;
+	int s;
+
+	parse_xfer(argc, argv, &o, false);
+	if (!o.have_pattern && isatty(STDIN_FILENO))
+		die("nothing to send: give --pattern SEED or pipe data into stdin");
+	nslots = o.size / o.chunk;
+	slot_id = calloc(nslots, sizeof(*slot_id));
+	if (!slot_id)
+		die("out of memory");
+	check(devmem_nic_open(&nic, o.ifname), o.ifname);
+	mem = mem_alloc(o.mem, o.size);
+	check(devmem_bind_tx(&binding, nic, mem), "bind-tx");
+	id = devmem_binding_id(binding);
+	s = connect_to(o.addr, o.port);
+	check(devmem_tx_open(&tx, s, binding), "send");
+
+	/*
+	 * The dma-buf is a ring of chunk-sized slots. A slot is refilled only
+	 * when every send from it has completed: until then the device may
+	 * still read it.
+	 */
+	progress_start(&p, "sent", o.bytes);
+	while (!o.bytes || sent < o.bytes) {
+		uint64_t off = slot * o.chunk;
+		size_t want = o.bytes && o.bytes - sent < o.chunk ? o.bytes - sent : o.chunk;
+		size_t len, done = 0;
+
+		if (sent >= (uint64_t)nslots * o.chunk)
+			check(devmem_tx_wait(tx, slot_id[slot], 30000), "send");
+		len = fill(mem, &o, off, want, sent);
+		if (!len)
+			break;
+		while (done < len) {
+			uint32_t zc_id;
+			ssize_t n = devmem_tx_send(tx, off + done, len - done, 0, &zc_id);
+
+			if (n == -ENOBUFS) {
+				check(devmem_tx_reap(tx, 1000), "send");
+				continue;
+			}
+			check(n, "send");
+			done += n;
+			slot_id[slot] = zc_id;
+			devmem_tx_reap(tx, 0);
+		}
+		sent += len;
+		slot = (slot + 1) % nslots;
+		progress_update(&p, sent);
+	}
+	devmem_tx_close(tx, 30000);
+	secs = progress_end(&p);
+	close(s);
+	devmem_unbind(binding);
+	devmem_mem_free(mem);
+	devmem_nic_close(nic, false);
+	free(slot_id);
+	printf("sent %" PRIu64 " bytes from dmabuf %u, all completed, %.1f MB/s\n", sent,
+	       id, secs > 0 ? sent / secs / 1e6 : 0.0);
+	if (o.bytes && sent != o.bytes)
+		die("stdin ended after %" PRIu64 " of %" PRIu64 " bytes", sent, o.bytes);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2)
+		usage();
+	if (!strcmp(argv[1], "nic"))
+		return cmd_nic(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "rx"))
+		return cmd_rx(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "tx"))
+		return cmd_tx(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		usage();
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[1]);
+	usage();
+}
