@@ -81,13 +81,37 @@ struct cu_name {
 	char buf[40];
 };
 
-/* "CUDA_ERROR_..." for @res, or its number when libcuda cannot name it. */
+/* Names of the errors this file meets most, for libraries that cannot name
+ * them (the toolkit's stub library fails cuGetErrorName too). */
+static const struct {
+	CUresult res;
+	const char *name;
+} cu_errors[] = {
+	{ 1, "CUDA_ERROR_INVALID_VALUE" },
+	{ 2, "CUDA_ERROR_OUT_OF_MEMORY" },
+	{ 3, "CUDA_ERROR_NOT_INITIALIZED" },
+	{ 34, "CUDA_ERROR_STUB_LIBRARY" },
+	{ 35, "CUDA_ERROR_INSUFFICIENT_DRIVER" },
+	{ 100, "CUDA_ERROR_NO_DEVICE" },
+	{ 101, "CUDA_ERROR_INVALID_DEVICE" },
+	{ 201, "CUDA_ERROR_INVALID_CONTEXT" },
+	{ 304, "CUDA_ERROR_OPERATING_SYSTEM" },
+	{ 801, "CUDA_ERROR_NOT_SUPPORTED" },
+	{ 803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" },
+	{ 999, "CUDA_ERROR_UNKNOWN" },
+};
+
+/* "CUDA_ERROR_..." for @res, or its number when nobody can name it. */
 static const char *cu_err(const struct cuda_api *api, CUresult res, struct cu_name *n)
 {
 	const char *name = NULL;
+	size_t i;
 
 	if (api->get_error_name && api->get_error_name(res, &name) == CUDA_SUCCESS && name)
 		return name;
+	for (i = 0; i < sizeof(cu_errors) / sizeof(cu_errors[0]); i++)
+		if (cu_errors[i].res == res)
+			return cu_errors[i].name;
 	snprintf(n->buf, sizeof(n->buf), "CUDA error %d", res);
 	return n->buf;
 }
