@@ -113,10 +113,11 @@ static int reserve_huge(int memfd, size_t size)
 	long free_pages;
 	int err;
 
+	/* Counted before: a failed fallocate keeps what it got until close. */
+	free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
 	if (!fallocate(memfd, 0, 0, size))
 		return 0;
 	err = -errno;
-	free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
 	if (err == -ENOSPC || err == -ENOMEM)
 		return devmem_fail(err, "udmabuf of %s: %s: no free 2 MiB huge pages for it (%ld free, %zu needed: echo N > /proc/sys/vm/nr_hugepages)",
 				   size_str(size, &s), strerror(-err), free_pages, size / HUGE_2M);
