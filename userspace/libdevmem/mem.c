@@ -125,15 +125,19 @@ static int reserve_huge(int memfd, size_t size)
 				 size_str(size, &s));
 }
 
-static int udmabuf_create_fail(int err, size_t size)
+/*
+ * udmabuf refuses buffers above its size_limit_mb parameter with a bare
+ * errno; checking here first names the limit and touches no memory.
+ */
+static int udmabuf_size_ok(size_t size)
 {
 	long limit = read_long("/sys/module/udmabuf/parameters/size_limit_mb");
 	struct size_str s;
 
 	if (limit > 0 && size > (size_t)limit << 20)
-		return devmem_fail(err, "udmabuf of %s: UDMABUF_CREATE: %s (udmabuf's size_limit_mb module parameter is %ld MiB: raise it in /sys/module/udmabuf/parameters/size_limit_mb)",
-				   size_str(size, &s), strerror(-err), limit);
-	return devmem_fail_errno(err, "udmabuf of %s: UDMABUF_CREATE", size_str(size, &s));
+		return devmem_fail(-E2BIG, "udmabuf of %s: larger than udmabuf allows (udmabuf's size_limit_mb module parameter is %ld MiB: raise it in /sys/module/udmabuf/parameters/size_limit_mb)",
+				   size_str(size, &s), limit);
+	return 0;
 }
 
 DEVMEM_EXPORT int devmem_mem_udmabuf(struct devmem_mem **out, size_t size, unsigned int flags)
@@ -154,6 +158,9 @@ DEVMEM_EXPORT int devmem_mem_udmabuf(struct devmem_mem **out, size_t size, unsig
 	if (!round_size(&rsize, huge ? HUGE_2M : (size_t)sysconf(_SC_PAGESIZE)))
 		return devmem_fail(-EINVAL, "udmabuf of %zu bytes: too large", size);
 
+	ret = udmabuf_size_ok(rsize);
+	if (ret)
+		return ret;
 	devfd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	if (devfd < 0) {
 		if (errno == ENOENT)
@@ -189,7 +196,8 @@ DEVMEM_EXPORT int devmem_mem_udmabuf(struct devmem_mem **out, size_t size, unsig
 	create.size = rsize;
 	fd = ioctl(devfd, UDMABUF_CREATE, &create);
 	if (fd < 0) {
-		ret = udmabuf_create_fail(-errno, rsize);
+		ret = devmem_fail_errno(-errno, "udmabuf of %s: UDMABUF_CREATE",
+					size_str(rsize, &s));
 		goto out_memfd;
 	}
 	/* The dma-buf holds the memfd's pages; our descriptors can go. */
