@@ -69,4 +69,19 @@ bool devmem_zc_done(const struct devmem_zc *zc, uint32_t id);
 bool devmem_zc_done_upto(const struct devmem_zc *zc, uint32_t id);
 bool devmem_zc_full(const struct devmem_zc *zc);
 
+/*
+ * CUDA device memory behind devmem_mem_cuda() (cuda.c). mem.c owns the
+ * dma-buf fd; the allocation, its context and libcuda stay with @cuda.
+ */
+struct devmem_cuda;
+
+/* Allocates @size bytes (rounded up to the page size, in @rsize) on CUDA
+ * device @device and exports them as a dma-buf (@fd). */
+int devmem_cuda_alloc(struct devmem_cuda **out, int device, size_t size, int *fd,
+		      size_t *rsize);
+/* Copies @len bytes at @off between the device memory and @host. */
+int devmem_cuda_copy(struct devmem_cuda *cuda, uint64_t off, void *host, size_t len,
+		     bool to_device);
+void devmem_cuda_free(struct devmem_cuda *cuda);
+
 #endif
