@@ -94,6 +94,25 @@ check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9)
 check "registering and unregistering restarted queue $q twice" \
 	test "$(stat rx${q}_restarts)" = $((restarts0 + 2))
 
+# A flow that misses the queue still arrives through RECV_ZC, copied by the
+# kernel into the area (port 5003 is not steered; RSS keeps off queue 3).
+stream 5003 10000000 34
+check "a flow that misses queue $q fails the receiver (not zero-copy)" test $? = 1
+check "... its bytes arrived intact" grep -q "received 10000000 bytes .*, 0 mismatched" /tmp/zcrx.out
+copied=$(sed -n 's/.* zero-copy, \([0-9]*\) copied by the kernel.*/\1/p' /tmp/zcrx.out)
+check "... the kernel counted >= 99% of them as copied (${copied:-none})" \
+	test "${copied:-0}" -ge 9900000
+check "... and the receiver says why" grep -q "flow not steered to queue $q" /tmp/zcrx.out
+
+# A 1 MiB area (256 buffers) for a 64 MB stream: every buffer goes round the
+# refill ring many times. Drops for want of buffers show in alloc_fail.
+fails0=$(stat rx${q}_alloc_fail)
+check "64 MB through a 1 MiB user-memory area, all validated" stream 5001 64000000 35 -b 1048576
+check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
+check "64 MB through a 1 MiB dma-buf area, all validated" stream 5001 64000000 36 -b 1048576 -d
+check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
+echo "queue $q alloc_fail during the 1 MiB runs: $(( $(stat rx${q}_alloc_fail) - fails0 ))"
+
 # Unregistered: no page pool left behind, plain TCP on queue 3 again.
 for _ in $(seq 30); do [ "$(pools)" = "$pools0" ] && break; sleep 1; done
 echo "after: $(pools) page pools"
