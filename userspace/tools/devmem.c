@@ -65,9 +65,11 @@ __attribute__((noreturn)) static void usage(void)
 		"       devmem nic show IFACE [--json]\n"
 		"       devmem rx --iface IFACE --queue Q --port PORT [--bytes N] [--mem KIND]\n"
 		"                 [--size SIZE] [--pattern SEED] [--steer] [--output FILE] [-6]\n"
+		"                 [--zcrx]\n"
 		"       devmem tx --iface IFACE --addr ADDR --port PORT [--bytes N] [--mem KIND]\n"
 		"                 [--size SIZE] [--chunk SIZE] [--pattern SEED]\n"
-		"KIND is udmabuf (default), heap or cuda[:GPU]; sizes take K, M, G suffixes.\n");
+		"KIND is udmabuf (default), heap, cuda[:GPU], or user (--zcrx only);\n"
+		"sizes take K, M, G suffixes.\n");
 	exit(EXIT_USAGE);
 }
 
@@ -111,20 +113,35 @@ static unsigned int parse_uint(const char *s, const char *what, unsigned int max
 struct mem_choice {
 	enum devmem_mem_kind kind;
 	int gpu;
+	bool user;		/* plain user memory (io_uring areas only) */
 };
 
 static struct mem_choice parse_mem(const char *s)
 {
 	if (!strcmp(s, "udmabuf"))
-		return (struct mem_choice){ DEVMEM_MEM_UDMABUF, 0 };
+		return (struct mem_choice){ DEVMEM_MEM_UDMABUF, 0, false };
+	if (!strcmp(s, "user"))
+		return (struct mem_choice){ DEVMEM_MEM_UDMABUF, 0, true };
 	if (!strcmp(s, "heap"))
-		return (struct mem_choice){ DEVMEM_MEM_HEAP, 0 };
+		return (struct mem_choice){ DEVMEM_MEM_HEAP, 0, false };
 	if (!strcmp(s, "cuda"))
-		return (struct mem_choice){ DEVMEM_MEM_CUDA, 0 };
+		return (struct mem_choice){ DEVMEM_MEM_CUDA, 0, false };
 	if (!strncmp(s, "cuda:", 5))
-		return (struct mem_choice){ DEVMEM_MEM_CUDA, parse_uint(s + 5, "--mem cuda:GPU", 1024) };
-	fprintf(stderr, "%s: --mem: '%s' is not udmabuf, heap or cuda[:GPU]\n", prog, s);
+		return (struct mem_choice){ DEVMEM_MEM_CUDA,
+					    parse_uint(s + 5, "--mem cuda:GPU", 1024), false };
+	fprintf(stderr, "%s: --mem: '%s' is not udmabuf, heap, cuda[:GPU] or user\n", prog, s);
 	exit(EXIT_USAGE);
+}
+
+static const char *mem_name(struct mem_choice c)
+{
+	if (c.user)
+		return "user memory";
+	switch (c.kind) {
+	case DEVMEM_MEM_HEAP: return "dma-heap memory";
+	case DEVMEM_MEM_CUDA: return "CUDA memory";
+	default: return "udmabuf memory";
+	}
 }
 
 static struct devmem_mem *mem_alloc(struct mem_choice c, size_t size)
@@ -430,7 +447,7 @@ static int cmd_nic(int argc, char **argv)
 struct xfer_opts {
 	const char *ifname, *addr, *output;
 	unsigned int queue;
-	int port, v6, steer, have_pattern;
+	int port, v6, steer, have_pattern, zcrx;
 	uint64_t bytes, seed;
 	size_t size, chunk;
 	struct mem_choice mem;
@@ -450,13 +467,14 @@ static void parse_xfer(int argc, char **argv, struct xfer_opts *o, bool rx)
 		{ "pattern", required_argument, NULL, 's' },
 		{ "steer", no_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "zcrx", no_argument, NULL, 'Z' },
 		{ 0 }
 	};
 	int opt;
 
 	*o = (struct xfer_opts){ .queue = ~0u, .size = 64 << 20, .chunk = 1 << 20 };
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "i:q:a:p:n:m:S:c:s:To:6", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:q:a:p:n:m:S:c:s:To:6Z", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
 		case 'q': o->queue = parse_uint(optarg, "--queue", 4095); break;
@@ -470,6 +488,7 @@ static void parse_xfer(int argc, char **argv, struct xfer_opts *o, bool rx)
 		case 'T': o->steer = 1; break;
 		case 'o': o->output = optarg; break;
 		case '6': o->v6 = 1; break;
+		case 'Z': o->zcrx = 1; break;
 		default: usage();
 		}
 	}
@@ -562,117 +581,185 @@ static void write_all(int fd, const void *buf, size_t len)
 	}
 }
 
-static int cmd_rx(int argc, char **argv)
+/* Where received bytes go: the pattern check and the output file. */
+struct sink {
+	const struct xfer_opts *o;
+	struct devmem_mem *mem;
+	struct rx_totals t;
+	int out;
+};
+
+/*
+ * Handles @len received bytes: at @data in host memory, or (@data NULL) at
+ * @off of device memory, copied out in pieces.
+ */
+static void sink_bytes(struct sink *k, const uint8_t *data, uint64_t off, uint32_t len,
+		       bool dmabuf)
 {
 	static uint8_t copy[64 * 1024];
-	struct devmem_binding *binding;
-	struct rx_totals t = { 0 };
-	struct devmem_mem *mem;
-	struct devmem_nic *nic;
+
+	if (k->o->have_pattern || k->out >= 0) {
+		for (uint32_t done = 0; done < len; ) {
+			uint32_t c = len - done;
+			const uint8_t *p = data + done;
+
+			if (!data) {
+				c = c < sizeof(copy) ? c : sizeof(copy);
+				check(devmem_mem_read(k->mem, off + done, copy, c),
+				      "reading device memory");
+				p = copy;
+			}
+			if (k->o->have_pattern)
+				check_pattern(&k->t, p, c, k->o->seed, k->t.bytes + done);
+			if (k->out >= 0)
+				write_all(k->out, p, c);
+			done += c;
+		}
+	}
+	k->t.bytes += len;
+	k->t.frags++;
+	if (dmabuf)
+		k->t.dmabuf_bytes += len;
+	else
+		k->t.linear_bytes += len;
+}
+
+/* Wants the CPU mapping of host memory for each batch of received bytes. */
+static bool sink_maps(const struct sink *k)
+{
+	return k->mem && devmem_mem_kind(k->mem) != DEVMEM_MEM_CUDA &&
+	       (k->o->have_pattern || k->out >= 0);
+}
+
+static void receive_devmem(struct sink *k, int s, struct progress *p)
+{
 	struct devmem_frag f;
 	struct devmem_rx *rx;
-	struct progress p;
-	struct xfer_opts o;
-	uint8_t *map = NULL;
-	int s, out = -1, steered = 0;
-	uint32_t rule = 0;
-	double secs;
 
-	parse_xfer(argc, argv, &o, true);
-	if (o.output)
-		out = strcmp(o.output, "-") ? open(o.output, O_WRONLY | O_CREAT | O_TRUNC, 0644)
-					    : STDOUT_FILENO;
-	if (o.output && out < 0)
-		die("%s: %s", o.output, strerror(errno));
-	check(devmem_nic_open(&nic, o.ifname), o.ifname);
-	if (o.steer) {
-		rule = steer_port(nic, o.v6, o.port, o.queue);
-		steered = 1;
-	}
-	mem = mem_alloc(o.mem, o.size);
-	check(devmem_bind_rx(&binding, nic, mem, &o.queue, 1), "bind-rx");
-	fprintf(stderr, "%s queue %u: %zu bytes of %s memory bound as dmabuf %u\n", o.ifname,
-		o.queue, devmem_mem_size(mem),
-		o.mem.kind == DEVMEM_MEM_CUDA ? "CUDA" : o.mem.kind == DEVMEM_MEM_HEAP ?
-		"dma-heap" : "udmabuf", devmem_binding_id(binding));
-
-	s = listen_accept(o.port, o.v6);
 	check(devmem_rx_open(&rx, s, 0), "receive");
-	progress_start(&p, "received", o.bytes);
-	while (!o.bytes || t.bytes < o.bytes) {
+	while (!k->o->bytes || k->t.bytes < k->o->bytes) {
 		ssize_t n = devmem_rx_recv(rx, 0);
+		uint8_t *map = NULL;
+		int ret;
 
 		check(n, "receive");
 		if (!n)
 			break;
-		if (o.mem.kind != DEVMEM_MEM_CUDA && (o.have_pattern || out >= 0))
-			map = devmem_cpu_begin(mem, DEVMEM_CPU_READ);
-		for (int ret; (ret = devmem_rx_next(rx, &f)) != 0; ) {
-			const uint8_t *data = f.linear;
-
-			check(ret, "receive");
-			if (f.dmabuf_id && (o.have_pattern || out >= 0)) {
-				if (map) {
-					data = map + f.offset;
-				} else {
-					/* Device memory: copy out in pieces. */
-					for (uint32_t done = 0; done < f.len; ) {
-						uint32_t c = f.len - done < sizeof(copy) ?
-							     f.len - done : sizeof(copy);
-
-						check(devmem_mem_read(mem, f.offset + done, copy,
-								      c), "reading CUDA memory");
-						if (o.have_pattern)
-							check_pattern(&t, copy, c, o.seed,
-								      t.bytes + done);
-						if (out >= 0)
-							write_all(out, copy, c);
-						done += c;
-					}
-					data = NULL;
-				}
-			}
-			if (data && o.have_pattern)
-				check_pattern(&t, data, f.len, o.seed, t.bytes);
-			if (data && out >= 0)
-				write_all(out, data, f.len);
+		if (sink_maps(k))
+			map = devmem_cpu_begin(k->mem, DEVMEM_CPU_READ);
+		while ((ret = devmem_rx_next(rx, &f)) == 1) {
 			if (f.dmabuf_id)
-				t.dmabuf_bytes += f.len;
+				sink_bytes(k, map ? map + f.offset : NULL, f.offset, f.len, true);
 			else
-				t.linear_bytes += f.len;
-			t.bytes += f.len;
-			t.frags++;
+				sink_bytes(k, f.linear, 0, f.len, false);
 			check(devmem_rx_release(rx, &f), "token return");
 		}
+		check(ret, "receive");
 		if (map)
-			devmem_cpu_end(mem, DEVMEM_CPU_READ);
-		map = NULL;
+			devmem_cpu_end(k->mem, DEVMEM_CPU_READ);
 		check(devmem_rx_flush(rx), "token return");
-		progress_update(&p, t.bytes);
+		progress_update(p, k->t.bytes);
 	}
-	secs = progress_end(&p);
 	devmem_rx_close(rx);
+}
+
+static void receive_zcrx(struct sink *k, struct devmem_zcrx *z, int s, struct progress *p)
+{
+	struct devmem_zcrx_chunk c[256];
+	bool eof = false;
+
+	check(devmem_zcrx_recv(z, s), "io_uring receive");
+	while (!eof && (!k->o->bytes || k->t.bytes < k->o->bytes)) {
+		int n = devmem_zcrx_wait(z, c, sizeof(c) / sizeof(c[0]), 1000);
+		uint8_t *map = NULL;
+
+		check(n, "io_uring receive");
+		if (sink_maps(k))
+			map = devmem_cpu_begin(k->mem, DEVMEM_CPU_READ);
+		for (int i = 0; i < n; i++) {
+			if (!c[i].len) {
+				eof = true;
+				continue;
+			}
+			sink_bytes(k, c[i].data ? c[i].data : map ? map + c[i].offset : NULL,
+				   c[i].offset, c[i].len, true);
+			check(devmem_zcrx_release(z, &c[i]), "io_uring refill");
+		}
+		if (map)
+			devmem_cpu_end(k->mem, DEVMEM_CPU_READ);
+		progress_update(p, k->t.bytes);
+	}
+}
+
+static int cmd_rx(int argc, char **argv)
+{
+	struct devmem_binding *binding = NULL;
+	struct devmem_zcrx *z = NULL;
+	struct devmem_nic *nic;
+	struct progress p;
+	struct xfer_opts o;
+	struct sink k;
+	uint32_t rule = 0;
+	double secs;
+	int s;
+
+	parse_xfer(argc, argv, &o, true);
+	k = (struct sink){ .o = &o, .out = -1 };
+	if (o.output)
+		k.out = strcmp(o.output, "-") ? open(o.output, O_WRONLY | O_CREAT | O_TRUNC, 0644)
+					      : STDOUT_FILENO;
+	if (o.output && k.out < 0)
+		die("%s: %s", o.output, strerror(errno));
+	if (o.mem.user && !o.zcrx)
+		die("--mem user is for --zcrx: devmem bindings need a dma-buf");
+	check(devmem_nic_open(&nic, o.ifname), o.ifname);
+	if (o.steer)
+		rule = steer_port(nic, o.v6, o.port, o.queue);
+	if (!o.mem.user)
+		k.mem = mem_alloc(o.mem, o.size);
+	if (o.zcrx) {
+		check(devmem_zcrx_open(&z, nic, o.queue, k.mem, o.size), "io_uring zcrx");
+		fprintf(stderr, "%s queue %u: io_uring zero-copy receive into %zu bytes of %s\n",
+			o.ifname, o.queue, k.mem ? devmem_mem_size(k.mem) : o.size,
+			mem_name(o.mem));
+	} else {
+		check(devmem_bind_rx(&binding, nic, k.mem, &o.queue, 1), "bind-rx");
+		fprintf(stderr, "%s queue %u: %zu bytes of %s bound as dmabuf %u\n", o.ifname,
+			o.queue, devmem_mem_size(k.mem), mem_name(o.mem),
+			devmem_binding_id(binding));
+	}
+
+	s = listen_accept(o.port, o.v6);
+	progress_start(&p, "received", o.bytes);
+	if (z)
+		receive_zcrx(&k, z, s, &p);
+	else
+		receive_devmem(&k, s, &p);
+	secs = progress_end(&p);
 	close(s);
-	devmem_unbind(binding);
-	devmem_mem_free(mem);
-	if (steered)
+	devmem_zcrx_close(z);
+	if (binding)
+		devmem_unbind(binding);
+	if (k.mem)
+		devmem_mem_free(k.mem);
+	if (o.steer)
 		devmem_nic_flow_del(nic, rule);
 	devmem_nic_close(nic, false);
 
-	printf("received %" PRIu64 " bytes (%" PRIu64 " via dma-buf, %" PRIu64 " linear) in "
-	       "%" PRIu64 " fragments, %.1f MB/s", t.bytes, t.dmabuf_bytes, t.linear_bytes,
-	       t.frags, secs > 0 ? t.bytes / secs / 1e6 : 0.0);
+	printf("received %" PRIu64 " bytes (%" PRIu64 " %s, %" PRIu64 " linear) in %" PRIu64
+	       " fragments, %.1f MB/s", k.t.bytes, k.t.dmabuf_bytes, z ? "zero-copy" : "via dma-buf",
+	       k.t.linear_bytes, k.t.frags, secs > 0 ? k.t.bytes / secs / 1e6 : 0.0);
 	if (o.have_pattern)
-		printf(", %" PRIu64 " mismatched", t.bad);
+		printf(", %" PRIu64 " mismatched", k.t.bad);
 	printf("\n");
-	if (o.bytes && t.bytes != o.bytes)
-		die("the stream ended after %" PRIu64 " of %" PRIu64 " bytes", t.bytes, o.bytes);
-	if (t.bad) {
+	if (o.bytes && k.t.bytes != o.bytes)
+		die("the stream ended after %" PRIu64 " of %" PRIu64 " bytes", k.t.bytes, o.bytes);
+	if (k.t.bad) {
 		fprintf(stderr, "%s: payload differs from pattern %" PRIu64 " first at offset %"
-			PRIu64 "\n", prog, o.seed, t.first_bad);
+			PRIu64 "\n", prog, o.seed, k.t.first_bad);
 		return EXIT_MISMATCH;
 	}
-	if (!t.dmabuf_bytes && t.bytes)
+	if (!z && !k.t.dmabuf_bytes && k.t.bytes)
 		die("no byte arrived through the dma-buf: steer the flow to queue %u "
 		    "(--steer, or a rule of your own)", o.queue);
 	return 0;
@@ -742,6 +829,8 @@ static int cmd_tx(int argc, char **argv)
 	int s;
 
 	parse_xfer(argc, argv, &o, false);
+	if (o.mem.user || o.zcrx)
+		die("tx sends from a dma-buf: --mem user and --zcrx are for rx");
 	if (!o.have_pattern && isatty(STDIN_FILENO))
 		die("nothing to send: give --pattern SEED or pipe data into stdin");
 	nslots = o.size / o.chunk;
