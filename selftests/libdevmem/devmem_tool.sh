@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The devmem tool (and through it libdevmem's nic, binding, rx, tx and zcrx
+# parts) over a devtcp pair: nic setup/show/teardown checked against ethtool,
+# devmem RX from a plain sender and from a devmem sender into udmabuf and
+# heap memory, io_uring zero-copy receive into user memory and a dma-buf,
+# a netcat-style file transfer, and errors a person can act on.
+. "$(dirname "$0")/../lib.sh"
+
+bytes=${DEVTCP_TOOL_BYTES:-200000000}
+devmem=/devtcp/userspace/tools/devmem
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+b() { ip netns exec ns2 "$@"; }
+a() { ip netns exec ns1 "$@"; }
+snapshot() { for o in -g -l -k -x -n; do b ethtool $o dtb 2>&1; done | grep -v "^Features for\|fixed\]"; }
+
+# wait_listen FILE: until the receiver writing FILE listens.
+wait_listen() {
+	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
+	return 1
+}
+
+before=$(snapshot)
+out=$(b $devmem nic setup dtb --reserve 2 2>&1)
+check "nic setup reserves queues 6-7" test $? = 0
+echo "$out"
+check "... header split is on" grep -q "TCP data split:.*on" <<< "$(b ethtool -g dtb)"
+check "... ntuple is on" grep -q "ntuple-filters: on" <<< "$(b ethtool -k dtb)"
+check "... the main RSS table avoids queues 6-7" \
+	bash -c "! ip netns exec ns2 ethtool -x dtb | sed -n '/^ *[0-9]*:/p' | grep -qw '[67]'"
+ctx=$(sed -n 's/.*RSS context \([0-9]*\).*/\1/p' <<< "$out")
+check "... an RSS context ($ctx) spans queues 6-7" \
+	bash -c "ip netns exec ns2 ethtool -x dtb context $ctx | sed -n '/^ *[0-9]*:/p' | grep -qw 6 &&
+		 ! ip netns exec ns2 ethtool -x dtb context $ctx | sed -n '/^ *[0-9]*:/p' | grep -qw '[0-5]'"
+out=$(b $devmem nic setup dtb 2>&1)
+check "a second setup is refused" test $? = 1
+echo "$out"
+check "... saying how to start over" grep -q "teardown dtb" <<< "$out"
+
+json=$(b $devmem nic show dtb --json)
+echo "$json"
+check "nic show --json parses and reports the reservation" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+assert d['header_split'] and d['ntuple'] and d['reserved'] == [6, 7], d
+assert len(d['rx_queues']) == 8, d
+" "$json"
+
+# rx_run PORT QUEUE RXOPTS... -- SENDER...: a devmem receiver, then the sender.
+rx_run() {
+	local port=$1 q=$2 pid rc
+	shift 2
+	local rxopts=()
+	while [ "$1" != -- ]; do rxopts+=("$1"); shift; done
+	shift
+	b timeout 300 $devmem rx --iface dtb --queue "$q" --port "$port" --steer "${rxopts[@]}" \
+		> /tmp/rx.out 2> /tmp/rx.err &
+	pid=$!
+	wait_listen /tmp/rx.err || { cat /tmp/rx.err; return 1; }
+	a timeout 300 "$@" > /tmp/tx.out 2>&1
+	rc=$?
+	wait $pid || rc=1
+	cat /tmp/tx.out /tmp/rx.err /tmp/rx.out
+	return $rc
+}
+
+check "devmem rx (udmabuf) from a plain sender, validated" \
+	rx_run 5001 6 --bytes $bytes --pattern 11 -- \
+	/devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n $bytes -s 11
+check "... 0 mismatched, all through the dma-buf" grep -q "(${bytes} via dma-buf, 0 linear).* 0 mismatched" /tmp/rx.out
+check "devmem tx to devmem rx (heap), validated" \
+	rx_run 5002 7 --bytes $bytes --pattern 12 --mem heap -- \
+	$devmem tx --iface dta --addr 10.99.0.2 --port 5002 --bytes $bytes --pattern 12
+check "... the sender saw every send complete" grep -q "all completed" /tmp/tx.out
+check "io_uring zcrx into user memory, validated" \
+	rx_run 5003 6 --bytes $bytes --pattern 13 --zcrx --mem user -- \
+	/devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5003 -n $bytes -s 13
+check "... all zero-copy" grep -q "(${bytes} zero-copy, 0 linear).* 0 mismatched" /tmp/rx.out
+check "io_uring zcrx into a udmabuf area, validated" \
+	rx_run 5004 7 --bytes $bytes --pattern 14 --zcrx -- \
+	/devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5004 -n $bytes -s 14
+
+# netcat style: a file through devmem TX and devmem RX, compared.
+head -c 30000001 /dev/urandom > /tmp/in.bin
+rx_file() {
+	local pid rc
+	b timeout 120 $devmem rx --iface dtb --queue 6 --port 5005 --steer --output /tmp/out.bin \
+		> /tmp/rx.out 2> /tmp/rx.err &
+	pid=$!
+	wait_listen /tmp/rx.err || return 1
+	a timeout 120 $devmem tx --iface dta --addr 10.99.0.2 --port 5005 < /tmp/in.bin > /tmp/tx.out 2>&1
+	rc=$?
+	wait $pid || rc=1
+	cat /tmp/tx.out /tmp/rx.err /tmp/rx.out
+	return $rc
+}
+check "a file sent with devmem tx < FILE arrives with devmem rx --output" rx_file
+check "... byte for byte" cmp /tmp/in.bin /tmp/out.bin
+
+# Errors a person can act on.
+out=$(b $devmem rx --iface nosuch0 --queue 1 --port 5006 2>&1)
+check "an unknown interface fails with status 1" test $? = 1
+echo "$out"
+check "... naming it" grep -q "nosuch0" <<< "$out"
+# The VM has no GPU: the CUDA path can only be checked for its error.
+out=$(b $devmem rx --iface dtb --queue 6 --port 5006 --mem cuda 2>&1)
+check "CUDA memory without a GPU fails with status 1" test $? = 1
+echo "$out"
+check "... saying there is no CUDA driver" grep -q "CUDA memory: .*libcuda" <<< "$out"
+echo "SKIP: CUDA data path not exercised: no GPU in the VM"
+out=$(b $devmem rx --iface dtb --queue 6 --port 5006 --size 12x 2>&1)
+check "a malformed size is a usage error (status 2)" test $? = 2
+echo "$out"
+out=$(a $devmem tx --iface dta --addr 10.99.0.2 --port 5006 --mem user --pattern 1 2>&1)
+check "tx from user memory is refused" test $? = 1
+echo "$out"
+
+out=$(b $devmem nic teardown dtb 2>&1)
+check "nic teardown" test $? = 0
+echo "$out"
+after=$(snapshot)
+check "... puts rings, channels, features, RSS and rules back exactly" test "$before" = "$after"
+[ "$before" = "$after" ] || diff <(echo "$before") <(echo "$after")
+
+# Header split off: binding fails and says what to change.
+out=$(b $devmem rx --iface dtb --queue 3 --port 5007 2>&1)
+check "rx on a queue without header split fails" test $? = 1
+echo "$out"
+check "... saying to turn header split on" grep -qi "header split" <<< "$out"
+ip netns del ns1
+ip netns del ns2
+finish
