@@ -104,7 +104,7 @@ check "... fields" bash -c 'grep -q "Dest IP addr: 10.99.0.2 mask: 0.0.0.0" <<< 
 rule6=$(et -n dtb rule "$r6")
 check "v6 rule: TCP over IPv6, dst fd99::2, dport 5202, context $ctx" \
 	bash -c 'grep -q "TCP over IPv6" <<< "$1" && grep -q "Dest IP addr: fd99::2 mask: ::" <<< "$1" &&
-	grep -q "Dest port: 5202" <<< "$1" && grep -q "RSS Context ID: $2" <<< "$1"' _ "$rule6" "$ctx"
+	grep -q "Dest port: 5202" <<< "$1" && grep -q "Action: Direct to RSS Context $2" <<< "$1"' _ "$rule6" "$ctx"
 rule5=$(et -n dtb rule "$r5")
 check "5-tuple rule: src 10.99.0.1:40000" bash -c 'grep -q "Src IP addr: 10.99.0.1 mask: 0.0.0.0" <<< "$1" &&
 	grep -q "Src port: 40000 mask: 0x0" <<< "$1" && grep -q "Action: Direct to queue 1" <<< "$1"' _ "$rule5"

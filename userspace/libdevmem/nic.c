@@ -322,7 +322,8 @@ static int features_cb(const struct nlmsghdr *nlh, void *data)
 	return 0;
 }
 
-#define NTUPLE_FEATURE "ntuple-filters"
+/* The kernel's name; ethtool -k shows it as ntuple-filters. */
+#define NTUPLE_FEATURE "rx-ntuple-filter"
 
 static int ntuple_get(struct devmem_nic *nic, struct feature *ft)
 {
@@ -656,13 +657,13 @@ DEVMEM_EXPORT int devmem_nic_set_ntuple(struct devmem_nic *nic, bool on)
 	if (ft.active == on)
 		return 0;
 	if (!ft.hw)
-		return devmem_fail(-EOPNOTSUPP, "%s: the driver cannot switch ntuple-filters %s "
-				   "(ethtool -k %s shows it [fixed])", nic->name, on ? "on" : "off",
+		return devmem_fail(-EOPNOTSUPP, "%s: the driver cannot switch ntuple-filters "
+				   "(rx-ntuple-filter) %s (ethtool -k %s shows it [fixed])", nic->name, on ? "on" : "off",
 				   nic->name);
 	u.ntuple = ft.active;
 	if (devmem_undo_push(&nic->undo, &u))
 		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
-	snprintf(what, sizeof(what), "%s: features-set ntuple-filters %s (ethtool -K %s ntuple %s)",
+	snprintf(what, sizeof(what), "%s: features-set rx-ntuple-filter %s (ethtool -K %s ntuple %s)",
 		 nic->name, on ? "on" : "off", nic->name, on ? "on" : "off");
 	err = ntuple_set(nic, on, what);
 	/* The kernel may accept the request and still keep the feature. */
