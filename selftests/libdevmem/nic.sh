@@ -170,6 +170,37 @@ errc "qstats of queue 9" 22 "dtb: queue 9 does not exist" qstats 0 9
 okc "close with restore" close 0 restore
 check "nothing changed by close" diff <(echo "$before") <(snapshot)
 
+echo "# RSS through SIOCETHTOOL (kernels without ethtool netlink RSS_SET)"
+okc "open" open 3 dtb
+okc "switch to the ioctl" rss_ioctl 3
+okc "spread over queues 0..3" spread 3 0 4
+check "ethtool -x: queues 0..3" test "$(indir)" = "0 1 2 3"
+okc "context over queues 4..7" ctx_add 3 4 4
+c=$(field ctx)
+check "ethtool -x context $c: queues 4..7" test "$(indir context "$c")" = "4 5 6 7"
+okc "delete context $c" ctx_del 3 "$c"
+no_ctx() { ! et -x dtb context "$1" > /dev/null 2>&1; }
+check "context $c gone" no_ctx "$c"
+okc "another context over queues 6..7" ctx_add 3 6 2
+c=$(field ctx)
+okc "restore" restore 3
+check "ethtool -g -l -x -n -k as before" diff <(echo "$before") <(snapshot)
+check "context $c gone" no_ctx "$c"
+okc "close" close 3
+
+echo "# a context the library did not create comes back on restore"
+c=$(et -X dtb context new start 1 equal 2 | awk '/New RSS context is/ { print $NF }')
+check "ethtool made context ${c:-?}" test -n "$c"
+okc "open" open 3 dtb
+okc "delete context $c" ctx_del 3 "$c"
+check "context $c gone" no_ctx "$c"
+errc "delete it again: does not exist" 2 "dtb: RSS context $c does not exist" ctx_del 3 "$c"
+okc "restore" restore 3
+check "context $c back over queues 1..2" test "$(indir context "$c")" = "1 2"
+okc "close" close 3
+et -X dtb context "$c" delete
+check "ethtool -g -l -x -n -k as before" diff <(echo "$before") <(snapshot)
+
 echo "# queue counters"
 devmem_steer ns2 dtb 3 5301 || fail "devmem_steer"
 okc "open" open 1 dtb

@@ -7,6 +7,7 @@
  * handles and their undo logs.
  *
  *   open SLOT IFNAME | close SLOT [restore] | restore SLOT | state SLOT
+ *   rss_ioctl SLOT (RSS through SIOCETHTOOL from now on)
  *   split SLOT on|off | queues SLOT N | ntuple SLOT on|off
  *   spread SLOT FIRST COUNT | ctx_add SLOT FIRST COUNT | ctx_del SLOT CTX
  *   flow SLOT 4|6 SRC DST SPORT DPORT QUEUE CTX   ("-" for a wildcard address)
@@ -70,6 +71,10 @@ static struct devmem_mem *udmabuf(size_t size)
 	return m->fd < 0 ? NULL : m;
 }
 
+/* libdevmem internal (internal.h): RSS through SIOCETHTOOL, as on kernels
+ * without ethtool netlink RSS_SET, to test that path on this one. */
+void devmem_nic_rss_use_ioctl(struct devmem_nic *nic);
+
 #define SLOTS 4
 static struct devmem_nic *nics[SLOTS];
 static struct devmem_binding *bindings[SLOTS];
@@ -126,6 +131,9 @@ static void command(char *line)
 	} else if (!strcmp(argv[0], "close")) {
 		devmem_nic_close(nics[s], argc > 2 && !strcmp(argv[2], "restore"));
 		nics[s] = NULL;
+		reply(0, NULL);
+	} else if (!strcmp(argv[0], "rss_ioctl")) {
+		devmem_nic_rss_use_ioctl(nics[s]);
 		reply(0, NULL);
 	} else if (!strcmp(argv[0], "restore")) {
 		reply(devmem_nic_restore(nics[s]), NULL);

@@ -54,7 +54,7 @@ static int binding_new(struct devmem_binding **b, struct devmem_mem *mem, const 
 	(*b)->mem = mem;
 	err = devmem_nl_open(&(*b)->nl, ifname);
 	if (!err)
-		err = devmem_nl_family((*b)->nl, DM_NETDEV_FAMILY_NAME, family, ifname);
+		err = devmem_nl_family((*b)->nl, DM_NETDEV_FAMILY_NAME, family, NULL, ifname);
 	if (err) {
 		devmem_nl_close((*b)->nl);
 		free(*b);

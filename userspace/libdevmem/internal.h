@@ -41,8 +41,10 @@ struct devmem_nl_ext {
 /* A generic netlink socket with extended acks; @what prefixes errors. */
 int devmem_nl_open(struct devmem_nl **out, const char *what);
 void devmem_nl_close(struct devmem_nl *nl);
-/* Resolves generic netlink family @name; -ENOENT names it if missing. */
-int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, const char *what);
+/* Resolves generic netlink family @name; -ENOENT names it if missing.
+ * @ops (optional): bit N set when the family has command N (N < 64). */
+int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, uint64_t *ops,
+		     const char *what);
 /* Starts a request in the socket's send buffer (NLM_F_REQUEST | NLM_F_ACK | @flags). */
 struct nlmsghdr *devmem_nl_msg(struct devmem_nl *nl, uint16_t family, uint8_t cmd,
 			       uint8_t version, uint16_t flags);
@@ -72,6 +74,7 @@ enum devmem_undo_kind {
 	DEVMEM_UNDO_NTUPLE,		/* the ntuple-filters feature */
 	DEVMEM_UNDO_RSS,		/* the main indirection table */
 	DEVMEM_UNDO_CTX_DEL,		/* delete a context we created */
+	DEVMEM_UNDO_CTX_ADD,		/* re-create a context we deleted */
 	DEVMEM_UNDO_RULE_DEL,		/* delete a rule we inserted */
 	DEVMEM_UNDO_RULE_ADD,		/* re-insert a rule we deleted */
 };
@@ -82,7 +85,8 @@ struct devmem_undo {
 		struct { uint8_t data_split; uint32_t hds_thresh; } rings;
 		uint32_t channels;
 		bool ntuple;
-		struct { uint32_t *indir; uint32_t size; bool reset; } rss;
+		/* RSS: the main table; CTX_ADD: context @ctx's table */
+		struct { uint32_t *indir; uint32_t size; bool reset; uint32_t ctx; } rss;
 		uint32_t ctx;
 		uint32_t rule;
 		struct { struct ethtool_rx_flow_spec fs; uint32_t rss_ctx; } add;
@@ -116,6 +120,9 @@ int devmem_flow_spec(const char *ifname, const struct devmem_flow *flow,
 
 /* A NIC handle without kernel state, for tests of argument checks. */
 struct devmem_nic *devmem_nic_alloc(const char *ifname, int ifindex);
+/* RSS through SIOCETHTOOL as on kernels without ethtool netlink RSS_SET
+ * and RSS_CREATE_ACT (chosen by itself at open), to test that path. */
+void devmem_nic_rss_use_ioctl(struct devmem_nic *nic);
 /* The RX queue count, for range checks (bindings); reads the channels. */
 int devmem_nic_rx_queues(struct devmem_nic *nic, unsigned int *count);
 

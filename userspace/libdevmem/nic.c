@@ -29,6 +29,7 @@ struct devmem_nic {
 	struct devmem_nl *nl;
 	uint16_t ethtool, netdev;	/* generic netlink family ids */
 	int ioctl_fd;			/* any socket, for SIOCETHTOOL */
+	bool rss_ioctl;			/* no RSS_SET/RSS_CREATE_ACT netlink */
 	struct devmem_undo_log undo;
 };
 
@@ -41,7 +42,7 @@ int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u)
 		struct devmem_undo *v = realloc(log->v, cap * sizeof(*v));
 
 		if (!v) {
-			if (u->kind == DEVMEM_UNDO_RSS)
+			if (u->kind == DEVMEM_UNDO_RSS || u->kind == DEVMEM_UNDO_CTX_ADD)
 				free(u->rss.indir);
 			return -ENOMEM;
 		}
@@ -54,7 +55,7 @@ int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u)
 
 static void undo_drop(struct devmem_undo *u)
 {
-	if (u->kind == DEVMEM_UNDO_RSS)
+	if (u->kind == DEVMEM_UNDO_RSS || u->kind == DEVMEM_UNDO_CTX_ADD)
 		free(u->rss.indir);
 }
 
@@ -361,6 +362,8 @@ static int rss_cb(const struct nlmsghdr *nlh, void *data)
 	return 0;
 }
 
+static int rss_get_ioctl(struct devmem_nic *nic, uint32_t ctx, struct rss *r);
+
 /* The main table (ctx 0) or a context's; the caller frees r->indir. */
 static int rss_get(struct devmem_nic *nic, uint32_t ctx, struct rss *r)
 {
@@ -369,6 +372,8 @@ static int rss_get(struct devmem_nic *nic, uint32_t ctx, struct rss *r)
 	int err;
 
 	memset(r, 0, sizeof(*r));
+	if (nic->rss_ioctl)
+		return rss_get_ioctl(nic, ctx, r);
 	snprintf(what, sizeof(what), "%s: rss-get context %u", nic->name, ctx);
 	nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_GET, DM_ETHTOOL_A_RSS_HEADER, false);
 	if (ctx)
@@ -393,6 +398,71 @@ static int ethtool_ioctl(struct devmem_nic *nic, void *cmd)
 	memcpy(ifr.ifr_name, nic->name, sizeof(ifr.ifr_name));
 	ifr.ifr_data = cmd;
 	return ioctl(nic->ioctl_fd, SIOCETHTOOL, &ifr) ? -errno : 0;
+}
+
+/* ETHTOOL_GRSSH: the sizes first, then the table. */
+static int rss_get_ioctl(struct devmem_nic *nic, uint32_t ctx, struct rss *r)
+{
+	struct ethtool_rxfh head = { .cmd = ETHTOOL_GRSSH, .rss_context = ctx }, *full;
+	int err = ethtool_ioctl(nic, &head);
+
+	if (err)
+		return devmem_fail_errno(err, "%s: ETHTOOL_GRSSH context %u (ethtool -x %s)",
+					 nic->name, ctx, nic->name);
+	full = calloc(1, sizeof(*full) + (head.indir_size + head.key_size + 4) * 4);
+	if (!full)
+		return devmem_fail(-ENOMEM, "%s: no memory for the RSS table", nic->name);
+	*full = head;
+	err = ethtool_ioctl(nic, full);
+	if (!err) {
+		r->size = full->indir_size;
+		r->indir = malloc(r->size * sizeof(uint32_t) + 1);
+		if (r->indir)
+			memcpy(r->indir, full->rss_config, r->size * sizeof(uint32_t));
+		else
+			err = devmem_fail(-ENOMEM, "%s: no memory for the RSS table", nic->name);
+	} else {
+		devmem_fail_errno(err, "%s: ETHTOOL_GRSSH context %u", nic->name, ctx);
+	}
+	free(full);
+	return err;
+}
+
+/*
+ * ETHTOOL_SRSSH: @size entries of @indir for context *@ctx; size 0 resets
+ * the main table or deletes a context; ETH_RXFH_CONTEXT_ALLOC in *@ctx
+ * creates one and returns its id there. Returns -errno, recording nothing.
+ */
+static int rss_set_ioctl(struct devmem_nic *nic, uint32_t *ctx, const uint32_t *indir,
+			 uint32_t size)
+{
+	struct ethtool_rxfh *rxfh = calloc(1, sizeof(*rxfh) + size * sizeof(uint32_t));
+	int err;
+
+	if (!rxfh)
+		return -ENOMEM;
+	rxfh->cmd = ETHTOOL_SRSSH;
+	rxfh->rss_context = *ctx;
+	rxfh->indir_size = size;
+	if (size)
+		memcpy(rxfh->rss_config, indir, size * sizeof(uint32_t));
+	/* Since 6.8 this byte is input_xfrm: RXH_XFRM_NO_CHANGE. Before, it
+	 * was reserved and had to be 0. */
+	rxfh->rsvd8[0] = 0xff;
+	err = ethtool_ioctl(nic, rxfh);
+	if (err == -EINVAL) {
+		rxfh->rsvd8[0] = 0;
+		err = ethtool_ioctl(nic, rxfh);
+	}
+	if (!err)
+		*ctx = rxfh->rss_context;
+	free(rxfh);
+	return err;
+}
+
+void devmem_nic_rss_use_ioctl(struct devmem_nic *nic)
+{
+	nic->rss_ioctl = true;
 }
 
 /* ------------------------------------------------------------- open/close */
@@ -422,6 +492,7 @@ DEVMEM_EXPORT int devmem_nic_open(struct devmem_nic **out, const char *ifname)
 {
 	struct devmem_nic *nic;
 	unsigned int ifindex;
+	uint64_t ops = 0;
 	int err;
 
 	if (!out || !ifname || !ifname[0])
@@ -438,9 +509,15 @@ DEVMEM_EXPORT int devmem_nic_open(struct devmem_nic **out, const char *ifname)
 		return devmem_fail(-ENOMEM, "%s: no memory", ifname);
 	err = devmem_nl_open(&nic->nl, ifname);
 	if (!err)
-		err = devmem_nl_family(nic->nl, DM_ETHTOOL_FAMILY_NAME, &nic->ethtool, ifname);
+		err = devmem_nl_family(nic->nl, DM_ETHTOOL_FAMILY_NAME, &nic->ethtool, &ops, ifname);
+	/* RSS_SET and RSS_CREATE_ACT came after RSS_GET: older kernels set
+	 * RSS through the ioctl. */
+	nic->rss_ioctl = !(ops & (1ull << DM_ETHTOOL_MSG_RSS_GET)) ||
+			 !(ops & (1ull << DM_ETHTOOL_MSG_RSS_SET)) ||
+			 !(ops & (1ull << DM_ETHTOOL_MSG_RSS_CREATE_ACT)) ||
+			 !(ops & (1ull << DM_ETHTOOL_MSG_RSS_DELETE_ACT));
 	if (!err)
-		err = devmem_nl_family(nic->nl, DM_NETDEV_FAMILY_NAME, &nic->netdev, ifname);
+		err = devmem_nl_family(nic->nl, DM_NETDEV_FAMILY_NAME, &nic->netdev, NULL, ifname);
 	if (!err) {
 		nic->ioctl_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (nic->ioctl_fd < 0)
@@ -699,10 +776,16 @@ static int queue_range(struct devmem_nic *nic, unsigned int first, unsigned int 
 static int rss_set(struct devmem_nic *nic, const uint32_t *indir, uint32_t size,
 		   const char *what)
 {
-	struct nlmsghdr *nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_SET,
-					   DM_ETHTOOL_A_RSS_HEADER, true);
+	struct nlmsghdr *nlh;
+	uint32_t ctx = 0;
+	int err;
 
 	/* An empty table puts back the driver's default (and its tracking). */
+	if (nic->rss_ioctl) {
+		err = rss_set_ioctl(nic, &ctx, indir, size);
+		return err ? devmem_fail_errno(err, "%s (ETHTOOL_SRSSH)", what) : 0;
+	}
+	nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_SET, DM_ETHTOOL_A_RSS_HEADER, true);
 	mnl_attr_put(nlh, DM_ETHTOOL_A_RSS_INDIR, size * sizeof(uint32_t), indir);
 	return devmem_nl_request(nic->nl, nlh, NULL, NULL, what);
 }
@@ -780,18 +863,45 @@ static int ctx_cb(const struct nlmsghdr *nlh, void *data)
 
 static int ctx_delete(struct devmem_nic *nic, uint32_t ctx, const char *what)
 {
-	struct nlmsghdr *nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_DELETE_ACT,
-					   DM_ETHTOOL_A_RSS_HEADER, false);
+	struct nlmsghdr *nlh;
+	int err;
 
+	if (nic->rss_ioctl) {
+		err = rss_set_ioctl(nic, &ctx, NULL, 0);
+		return err ? devmem_fail_errno(err, "%s (ETHTOOL_SRSSH)", what) : 0;
+	}
+	nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_DELETE_ACT, DM_ETHTOOL_A_RSS_HEADER, false);
 	mnl_attr_put_u32(nlh, DM_ETHTOOL_A_RSS_CONTEXT, ctx);
 	return devmem_nl_request(nic->nl, nlh, NULL, NULL, what);
+}
+
+/*
+ * A context with table @t: id @want (0: any) where netlink lets us choose;
+ * the ioctl always picks. Its id in *@id.
+ */
+static int ctx_create(struct devmem_nic *nic, uint32_t want, const uint32_t *t, uint32_t size,
+		      uint32_t *id, const char *what)
+{
+	struct nlmsghdr *nlh;
+	int err;
+
+	*id = 0;
+	if (nic->rss_ioctl) {
+		*id = ETH_RXFH_CONTEXT_ALLOC;
+		err = rss_set_ioctl(nic, id, t, size);
+		return err ? devmem_fail_errno(err, "%s (ETHTOOL_SRSSH)", what) : 0;
+	}
+	nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_CREATE_ACT, DM_ETHTOOL_A_RSS_HEADER, false);
+	if (want)
+		mnl_attr_put_u32(nlh, DM_ETHTOOL_A_RSS_CONTEXT, want);
+	mnl_attr_put(nlh, DM_ETHTOOL_A_RSS_INDIR, size * sizeof(uint32_t), t);
+	return devmem_nl_request(nic->nl, nlh, ctx_cb, id, what);
 }
 
 DEVMEM_EXPORT int devmem_nic_rss_ctx_add(struct devmem_nic *nic, unsigned int first,
 					 unsigned int count, uint32_t *ctx)
 {
 	struct devmem_undo u = { .kind = DEVMEM_UNDO_CTX_DEL };
-	struct nlmsghdr *nlh;
 	uint32_t id = 0, *t;
 	struct rss r;
 	char what[200];
@@ -811,13 +921,11 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_add(struct devmem_nic *nic, unsigned int fi
 	t = spread(r.size, first, count);
 	if (!t)
 		return devmem_fail(-ENOMEM, "%s: no memory for the RSS table", nic->name);
-	nlh = ethtool_msg(nic, DM_ETHTOOL_MSG_RSS_CREATE_ACT, DM_ETHTOOL_A_RSS_HEADER, false);
-	mnl_attr_put(nlh, DM_ETHTOOL_A_RSS_INDIR, r.size * sizeof(uint32_t), t);
-	free(t);
 	snprintf(what, sizeof(what), "%s: rss-create-act over queues %u..%u "
 		 "(ethtool -X %s context new start %u equal %u)", nic->name, first,
 		 first + count - 1, nic->name, first, count);
-	err = devmem_nl_request(nic->nl, nlh, ctx_cb, &id, what);
+	err = ctx_create(nic, 0, t, r.size, &id, what);
+	free(t);
 	if (err == -EOPNOTSUPP)
 		return devmem_fail(err, "%s: the driver has no additional RSS contexts "
 				   "(ethtool -X %s context new fails too)", nic->name, nic->name);
@@ -838,7 +946,11 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_add(struct devmem_nic *nic, unsigned int fi
 
 DEVMEM_EXPORT int devmem_nic_rss_ctx_del(struct devmem_nic *nic, uint32_t ctx)
 {
+	struct devmem_undo u = { .kind = DEVMEM_UNDO_CTX_ADD };
+	struct rss r = { 0 };
 	char what[128];
+	bool ours;
+	size_t i;
 	int err;
 
 	if (!nic)
@@ -846,9 +958,17 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_del(struct devmem_nic *nic, uint32_t ctx)
 	if (!ctx)
 		return devmem_fail(-EINVAL, "%s: RSS context 0 is the main table and cannot be "
 				   "deleted (devmem_nic_rss_spread() changes it)", nic->name);
+	for (i = 0, ours = false; i < nic->undo.n; i++)
+		ours |= nic->undo.v[i].kind == DEVMEM_UNDO_CTX_DEL && nic->undo.v[i].ctx == ctx;
+	/* A context we did not create comes back on restore: keep its table. */
+	if (!ours && rss_get(nic, ctx, &r))
+		return devmem_fail(-ENOENT, "%s: RSS context %u does not exist (ethtool -x %s "
+				   "context %u)", nic->name, ctx, nic->name, ctx);
 	snprintf(what, sizeof(what), "%s: rss-delete-act context %u (ethtool -X %s context %u "
 		 "delete)", nic->name, ctx, nic->name, ctx);
 	err = ctx_delete(nic, ctx, what);
+	if (err)
+		free(r.indir);
 	if (err == -ENOENT || (err == -EINVAL && !devmem_nl_ext(nic->nl)->msg[0]))
 		return devmem_fail(err, "%s: RSS context %u does not exist (ethtool -x %s context "
 				   "%u)", nic->name, ctx, nic->name, ctx);
@@ -856,9 +976,19 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_del(struct devmem_nic *nic, uint32_t ctx)
 		return devmem_fail(err, "%s: RSS context %u is used by a flow rule: delete the "
 				   "rule first (devmem_nic_flow_del, ethtool -n %s)", nic->name, ctx,
 				   nic->name);
-	if (!err)
+	if (err)
+		return err;
+	if (ours) {
 		devmem_undo_forget(&nic->undo, DEVMEM_UNDO_CTX_DEL, ctx);
-	return err;
+		return 0;
+	}
+	u.rss.indir = r.indir;
+	u.rss.size = r.size;
+	u.rss.ctx = ctx;
+	if (devmem_undo_push(&nic->undo, &u))
+		return devmem_fail(-ENOMEM, "%s: context %u deleted, but no memory to restore it "
+				   "later", nic->name, ctx);
+	return 0;
 }
 
 /* ------------------------------------------------------------- flow rules */
@@ -1056,6 +1186,21 @@ static int undo_apply(void *ctx, const struct devmem_undo *u)
 		snprintf(what, sizeof(what), "%s: restore: delete RSS context %u", nic->name,
 			 u->ctx);
 		return ctx_delete(nic, u->ctx, what);
+	case DEVMEM_UNDO_CTX_ADD: {
+		uint32_t id;
+
+		snprintf(what, sizeof(what), "%s: restore: re-create RSS context %u", nic->name,
+			 u->rss.ctx);
+		err = ctx_create(nic, u->rss.ctx, u->rss.indir, u->rss.size, &id, what);
+		if (!err && id != u->rss.ctx) {
+			/* Only ethtool netlink lets us choose the id. */
+			ctx_delete(nic, id, what);
+			return devmem_fail(-EOPNOTSUPP, "%s: restore: RSS context %u cannot be "
+					   "re-created with its id through the ioctl (got %u)",
+					   nic->name, u->rss.ctx, id);
+		}
+		return err;
+	}
 	case DEVMEM_UNDO_RULE_DEL:
 		err = rule_delete(nic, u->rule);
 		/* Turning ntuple off removes every rule: already undone. */

@@ -228,12 +228,13 @@ int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb c
 struct family_reply {
 	bool found;
 	uint16_t id;
+	uint64_t ops;
 };
 
 static int family_cb(const struct nlmsghdr *nlh, void *data)
 {
+	const struct nlattr *attr, *op, *a;
 	struct family_reply *f = data;
-	const struct nlattr *attr;
 
 	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
 		if (mnl_attr_get_type(attr) == CTRL_ATTR_FAMILY_ID &&
@@ -241,11 +242,19 @@ static int family_cb(const struct nlmsghdr *nlh, void *data)
 			f->id = mnl_attr_get_u16(attr);
 			f->found = true;
 		}
+		if (mnl_attr_get_type(attr) != CTRL_ATTR_OPS)
+			continue;
+		mnl_attr_for_each_nested(op, attr)
+			mnl_attr_for_each_nested(a, op)
+				if (mnl_attr_get_type(a) == CTRL_ATTR_OP_ID &&
+				    mnl_attr_get_u32(a) < 64)
+					f->ops |= 1ull << mnl_attr_get_u32(a);
 	}
 	return 0;
 }
 
-int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, const char *what)
+int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, uint64_t *ops,
+		     const char *what)
 {
 	struct family_reply f = { 0 };
 	struct nlmsghdr *nlh;
@@ -264,6 +273,8 @@ int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, const
 	if (!f.found)
 		return devmem_fail(-EPROTO, "%s: the reply has no family id", ctx);
 	*id = f.id;
+	if (ops)
+		*ops = f.ops;
 	return 0;
 }
 

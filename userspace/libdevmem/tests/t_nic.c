@@ -123,6 +123,11 @@ static void test_undo(void)
 	devmem_undo_push(&log, &u);
 	u = (struct devmem_undo){ .kind = DEVMEM_UNDO_CTX_DEL, .ctx = 1 };
 	devmem_undo_push(&log, &u);
+	/* A context deleted that we did not create: its table is kept (and
+	 * freed with the entry, as ASan checks). */
+	u = (struct devmem_undo){ .kind = DEVMEM_UNDO_CTX_ADD, .rss = { .size = 4, .ctx = 3 } };
+	u.rss.indir = calloc(4, sizeof(uint32_t));
+	devmem_undo_push(&log, &u);
 	u = (struct devmem_undo){ .kind = DEVMEM_UNDO_RULE_DEL, .rule = 0 };
 	devmem_undo_push(&log, &u);
 	u = (struct devmem_undo){ .kind = DEVMEM_UNDO_RULE_DEL, .rule = 1 };
@@ -131,22 +136,28 @@ static void test_undo(void)
 	CHECK(devmem_undo_forget(&log, DEVMEM_UNDO_RULE_DEL, 0), "forget rule 0");
 	CHECK(!devmem_undo_forget(&log, DEVMEM_UNDO_RULE_DEL, 7), "rule 7 was never added");
 	CHECK(!devmem_undo_forget(&log, DEVMEM_UNDO_CTX_DEL, 2), "context 2 was never added");
-	CHECK(log.n == 5, "5 entries left, got %zu", log.n);
+	CHECK(log.n == 6, "6 entries left, got %zu", log.n);
 
 	CHECK(devmem_undo_run(&log, record_apply, &a) == -EBUSY, "first error returned");
 	CHECK(!strcmp(devmem_last_error(), "second step failed"), "first message kept: '%s'",
 	      devmem_last_error());
-	CHECK(a.n == 5, "continued past the error: %d applied", a.n);
+	CHECK(a.n == 6, "continued past the error: %d applied", a.n);
 	/* Newest first: rules, contexts, RSS table, channels, rings. */
 	CHECK(a.kind[0] == DEVMEM_UNDO_RULE_DEL && a.id[0] == 1, "rule 1 first");
-	CHECK(a.kind[1] == DEVMEM_UNDO_CTX_DEL && a.id[1] == 1, "then context 1");
-	CHECK(a.kind[2] == DEVMEM_UNDO_RSS, "then the RSS table");
-	CHECK(a.kind[3] == DEVMEM_UNDO_CHANNELS, "then channels");
-	CHECK(a.kind[4] == DEVMEM_UNDO_RINGS, "rings last");
+	CHECK(a.kind[1] == DEVMEM_UNDO_CTX_ADD, "then context 3 re-created");
+	CHECK(a.kind[2] == DEVMEM_UNDO_CTX_DEL && a.id[2] == 1, "then context 1 deleted");
+	CHECK(a.kind[3] == DEVMEM_UNDO_RSS, "then the RSS table");
+	CHECK(a.kind[4] == DEVMEM_UNDO_CHANNELS, "then channels");
+	CHECK(a.kind[5] == DEVMEM_UNDO_RINGS, "rings last");
 	CHECK(log.n == 0, "log empty after the run");
 	a.n = 0;
 	CHECK(devmem_undo_run(&log, record_apply, &a) == 0 && a.n == 0, "second run: nothing");
+	/* Closing without restoring frees what the entries hold. */
+	u = (struct devmem_undo){ .kind = DEVMEM_UNDO_RSS, .rss.size = 2 };
+	u.rss.indir = calloc(2, sizeof(uint32_t));
+	devmem_undo_push(&log, &u);
 	devmem_undo_free(&log);
+	CHECK(log.n == 0 && log.v == NULL, "freed");
 }
 
 static void test_args(void)
