@@ -59,6 +59,11 @@ typedef int (*devmem_nl_cb)(const struct nlmsghdr *nlh, void *data);
 int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb cb, void *data,
 		      const char *what);
 const struct devmem_nl_ext *devmem_nl_ext(const struct devmem_nl *nl);
+/* Fills @ext from the NLMSG_ERROR or NLMSG_DONE @nlh answering @req. */
+void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
+			 struct devmem_nl_ext *ext);
+/* Records "WHAT: strerror: extack (attribute ...)" and returns @err. */
+int devmem_nl_fail(int err, const struct devmem_nl_ext *ext, const char *what);
 /* The value of an NLA_UINT (or u8/u16/u32/u64) attribute. */
 uint64_t devmem_nl_uint(const struct nlattr *attr);
 

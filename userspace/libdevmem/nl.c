@@ -16,9 +16,10 @@
 
 #include "internal.h"
 
-/* Replies of a dump carry several messages; 32 KiB holds the largest here. */
+/* The kernel sends dump batches of at most 32 KiB. Requests: an attribute
+ * holds at most 64 KiB (RSS tables of 2048 entries are 8 KiB). */
 #define NL_RECV_SIZE	32768
-#define NL_SEND_SIZE	8192
+#define NL_SEND_SIZE	(65536 + 4096)
 
 struct devmem_nl {
 	struct mnl_socket *sock;
@@ -125,9 +126,8 @@ value:
 		ext->bad_value = *(const uint8_t *)mnl_attr_get_payload(attr);
 }
 
-/* Reads the extended ack TLVs of an NLMSG_ERROR (or NLMSG_DONE of a dump). */
-static void parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
-		      struct devmem_nl_ext *ext)
+void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
+			 struct devmem_nl_ext *ext)
 {
 	const struct nlmsgerr *err = mnl_nlmsg_get_payload(nlh);
 	size_t off = sizeof(*err);
@@ -156,11 +156,14 @@ static void parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
 }
 
 /* "WHAT: strerror: extack (attribute N at offset M)" */
-static int fail_kernel(int err, const struct devmem_nl_ext *ext, const char *what)
+int devmem_nl_fail(int err, const struct devmem_nl_ext *ext, const char *what)
 {
 	char attr[96] = "";
 
-	if (ext->has_bad_attr) {
+	if (ext->bad_off && !ext->has_bad_attr) {
+		snprintf(attr, sizeof(attr), " (the kernel refused the attribute at offset %u)",
+			 ext->bad_off);
+	} else if (ext->has_bad_attr) {
 		if (ext->bad_nest)
 			snprintf(attr, sizeof(attr), " (the kernel refused attribute %u in nest %u, value %u)",
 				 ext->bad_type, ext->bad_nest, ext->bad_value);
@@ -198,17 +201,17 @@ int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb c
 				if (!e->error)
 					return cb_err;
 				err = e->error;
-				parse_ext(nlh, req, &nl->ext);
+				devmem_nl_parse_ext(nlh, req, &nl->ext);
 				nl->ext.err = err;
-				return fail_kernel(err, &nl->ext, what);
+				return devmem_nl_fail(err, &nl->ext, what);
 			}
 			if (nlh->nlmsg_type == NLMSG_DONE) {
 				if (mnl_nlmsg_get_payload_len(nlh) >= sizeof(int))
 					err = *(const int *)mnl_nlmsg_get_payload(nlh);
 				if (err < 0) {
-					parse_ext(nlh, req, &nl->ext);
+					devmem_nl_parse_ext(nlh, req, &nl->ext);
 					nl->ext.err = err;
-					return fail_kernel(err, &nl->ext, what);
+					return devmem_nl_fail(err, &nl->ext, what);
 				}
 				/* A dump acks with DONE; the explicit ack may follow. */
 				if (dump)
