@@ -170,6 +170,21 @@ errc "qstats of queue 9" 22 "dtb: queue 9 does not exist" qstats 0 9
 okc "close with restore" close 0 restore
 check "nothing changed by close" diff <(echo "$before") <(snapshot)
 
+echo "# restore while a queue is bound, then again after unbinding"
+okc "open" open 1 dtb
+okc "header split on" split 1 on
+okc "6 queues" queues 1 6
+okc "bind-rx queue 3" bind_rx 0 1 3
+errc "restore while bound: header split stays, says why" "[0-9]+" \
+	"dtb: restore: header split stays on while a dma-buf .* unbind first, then restore" restore 1
+check "... the rest was restored: $q0 queues" \
+	test "$(et -l dtb | awk '/^Combined:/ { v = $2 } END { print v }')" = "$q0"
+check "... header split still on" grep -qE "TCP data split:[[:space:]]+on" <<< "$(et -g dtb)"
+okc "unbind" unbind 0
+okc "restore again" restore 1
+check "ethtool -g -l -x -n -k as before" diff <(echo "$before") <(snapshot)
+okc "close" close 1
+
 echo "# RSS through SIOCETHTOOL (kernels without ethtool netlink RSS_SET)"
 okc "open" open 3 dtb
 okc "switch to the ioctl" rss_ioctl 3

@@ -118,6 +118,8 @@ void devmem_nic_close(struct devmem_nic *nic, bool restore);
  * Undoes every change made through @nic, newest first (rules, contexts,
  * the RSS table, channels, ntuple, header split), so dependent state goes
  * before what it depends on; continues past errors and returns the first.
+ * What could not be undone stays recorded, so a later call retries it
+ * (after devmem_unbind(), for header split).
  * A rule or context deleted explicitly through @nic leaves the log; a rule
  * that @nic did not create and deleted is re-inserted. Rules the kernel
  * dropped itself (turning ntuple off flushes them) count as undone.

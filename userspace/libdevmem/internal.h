@@ -86,6 +86,7 @@ enum devmem_undo_kind {
 
 struct devmem_undo {
 	enum devmem_undo_kind kind;
+	bool failed;			/* the last restore could not apply it */
 	union {
 		struct { uint8_t data_split; uint32_t hds_thresh; } rings;
 		uint32_t channels;
@@ -107,8 +108,8 @@ struct devmem_undo_log {
 int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u);
 /* Drops the newest entry of @kind for context/rule @id; true if found. */
 bool devmem_undo_forget(struct devmem_undo_log *log, enum devmem_undo_kind kind, uint32_t id);
-/* Applies and drops every entry, newest first, through @apply; continues
- * past errors and returns the first. */
+/* Applies every entry, newest first, through @apply; continues past errors
+ * and returns the first. Entries applied are dropped, failed ones kept. */
 int devmem_undo_run(struct devmem_undo_log *log,
 		    int (*apply)(void *ctx, const struct devmem_undo *u), void *ctx);
 void devmem_undo_free(struct devmem_undo_log *log);

@@ -85,17 +85,25 @@ int devmem_undo_run(struct devmem_undo_log *log,
 {
 	char first_msg[512] = "";
 	int first = 0, err;
+	size_t i, kept;
 
-	while (log->n) {
-		struct devmem_undo *u = &log->v[--log->n];
-
-		err = apply(ctx, u);
+	for (i = log->n; i-- > 0;) {
+		err = apply(ctx, &log->v[i]);
+		log->v[i].failed = err != 0;
 		if (err && !first) {
 			first = err;
 			snprintf(first_msg, sizeof(first_msg), "%s", devmem_last_error());
 		}
-		undo_drop(u);
 	}
+	/* What failed stays, in order, for a later restore to retry (after
+	 * an unbind, say). */
+	for (i = 0, kept = 0; i < log->n; i++) {
+		if (log->v[i].failed)
+			log->v[kept++] = log->v[i];
+		else
+			undo_drop(&log->v[i]);
+	}
+	log->n = kept;
 	/* Report the first failure, not whatever later steps recorded. */
 	if (first)
 		devmem_fail(first, "%s", first_msg);

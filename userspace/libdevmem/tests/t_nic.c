@@ -149,9 +149,14 @@ static void test_undo(void)
 	CHECK(a.kind[3] == DEVMEM_UNDO_RSS, "then the RSS table");
 	CHECK(a.kind[4] == DEVMEM_UNDO_CHANNELS, "then channels");
 	CHECK(a.kind[5] == DEVMEM_UNDO_RINGS, "rings last");
-	CHECK(log.n == 0, "log empty after the run");
+	/* The failed step stays for a retry; the others are gone. */
+	CHECK(log.n == 1 && log.v[0].kind == DEVMEM_UNDO_CTX_ADD, "the failed entry kept (%zu)",
+	      log.n);
+	a.n = 2;
+	CHECK(devmem_undo_run(&log, record_apply, &a) == 0 && a.n == 3, "retry applies it");
+	CHECK(log.n == 0, "log empty after the retry");
 	a.n = 0;
-	CHECK(devmem_undo_run(&log, record_apply, &a) == 0 && a.n == 0, "second run: nothing");
+	CHECK(devmem_undo_run(&log, record_apply, &a) == 0 && a.n == 0, "third run: nothing");
 	/* Closing without restoring frees what the entries hold. */
 	u = (struct devmem_undo){ .kind = DEVMEM_UNDO_RSS, .rss.size = 2 };
 	u.rss.indir = calloc(2, sizeof(uint32_t));
