@@ -110,6 +110,9 @@ check "5-tuple rule: src 10.99.0.1:40000" bash -c 'grep -q "Src IP addr: 10.99.0
 	grep -q "Src port: 40000 mask: 0x0" <<< "$1" && grep -q "Action: Direct to queue 1" <<< "$1"' _ "$rule5"
 errc "rule to queue 9 refused" 22 "dtb: flow rule to queue 9: queue 9 does not exist \(6 RX queues" \
 	flow 0 4 - - 0 1 9 0
+errc "fewer queues than the RSS table uses: the kernel's reason" 22 \
+	"dtb: set 2 queues \(ethtool -L dtb combined 2\): Invalid argument: requested channel counts are too low for existing" \
+	queues 0 2
 okc "delete the 5-tuple rule" flow_del 0 "$r5"
 no_rule() { ! et -n dtb rule "$1" > /dev/null 2>&1; }
 check "ethtool -n: rule $r5 gone" no_rule "$r5"
@@ -175,6 +178,8 @@ okc "open" open 1 dtb
 okc "header split on" split 1 on
 okc "6 queues" queues 1 6
 okc "bind-rx queue 3" bind_rx 0 1 3
+errc "fewer queues than the bound one refused" 22 \
+	"dtb: set 3 queues .* too low for existing memory provider setting" queues 1 3
 errc "restore while bound: header split stays, says why" "[0-9]+" \
 	"dtb: restore: header split stays on while a dma-buf .* unbind first, then restore" restore 1
 check "... the rest was restored: $q0 queues" \
