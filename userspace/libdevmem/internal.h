@@ -88,7 +88,7 @@ struct devmem_undo {
 	enum devmem_undo_kind kind;
 	bool failed;			/* the last restore could not apply it */
 	union {
-		struct { uint8_t data_split; uint32_t hds_thresh; } rings;
+		struct { uint8_t data_split; bool has_thresh; uint32_t hds_thresh; } rings;
 		uint32_t channels;
 		bool ntuple;
 		/* RSS: the main table; CTX_ADD: context @ctx's table */

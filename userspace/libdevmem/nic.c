@@ -234,11 +234,26 @@ static int channels_get(struct devmem_nic *nic, struct channels *c)
 				 channels_cb, c, what);
 }
 
+static int rx_queues_listed(struct devmem_nic *nic, unsigned int *count)
+{
+	struct devmem_queue_info q[256];
+	int n = devmem_nic_queues(nic, q, 256), i;
+
+	if (n < 0)
+		return n;
+	for (i = 0, *count = 0; i < n && i < 256; i++)
+		*count += q[i].rx;
+	return 0;
+}
+
 int devmem_nic_rx_queues(struct devmem_nic *nic, unsigned int *count)
 {
 	struct channels c;
 	int err = channels_get(nic, &c);
 
+	/* Drivers without channels still list their queues. */
+	if (err == -EOPNOTSUPP)
+		return rx_queues_listed(nic, count);
 	if (!err)
 		*count = c.combined + c.rx;
 	return err;
@@ -389,6 +404,9 @@ static int rss_get(struct devmem_nic *nic, uint32_t ctx, struct rss *r)
 	err = devmem_nl_request(nic->nl, nlh, rss_cb, r, what);
 	if (err == -ENOMEM)
 		devmem_fail(err, "%s: no memory for the RSS table", nic->name);
+	if (err == -EOPNOTSUPP && !ctx)
+		devmem_fail(err, "%s: the driver has no RSS (ethtool -x %s fails too)", nic->name,
+			    nic->name);
 	if (err) {
 		free(r->indir);
 		r->indir = NULL;
@@ -568,13 +586,25 @@ DEVMEM_EXPORT int devmem_nic_state(struct devmem_nic *nic, struct devmem_nic_sta
 
 	if (!nic || !out)
 		return devmem_fail(-EINVAL, "devmem_nic_state: nic and out must not be NULL");
+	/* What the driver lacks reads as zero / off. */
 	err = channels_get(nic, &c);
+	if (err == -EOPNOTSUPP) {
+		memset(&c, 0, sizeof(c));
+		err = rx_queues_listed(nic, &c.rx);
+		c.rx_max = c.rx;
+	}
 	if (!err)
 		err = rings_get(nic, &r);
+	if (err == -EOPNOTSUPP)
+		err = 0;
 	if (!err)
 		err = ntuple_get(nic, &ft);
+	if (err == -EOPNOTSUPP)
+		err = 0;
 	if (!err)
 		err = rss_get(nic, 0, &rss);
+	if (err == -EOPNOTSUPP)
+		err = 0;
 	if (err)
 		return err;
 	free(rss.indir);
@@ -630,9 +660,9 @@ DEVMEM_EXPORT int devmem_nic_set_header_split(struct devmem_nic *nic, bool on)
 	if (!nic)
 		return devmem_fail(-EINVAL, "devmem_nic_set_header_split: nic is NULL");
 	err = rings_get(nic, &r);
-	if (err)
+	if (err && err != -EOPNOTSUPP)
 		return err;
-	if (!r.has_split || r.split == DM_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN)
+	if (err || !r.has_split || r.split == DM_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN)
 		return devmem_fail(-EOPNOTSUPP, "%s: the driver has no header split (tcp-data-split "
 				   "is not in ethtool -g %s): devmem RX needs a NIC that splits "
 				   "headers from payload", nic->name, nic->name);
@@ -648,6 +678,7 @@ DEVMEM_EXPORT int devmem_nic_set_header_split(struct devmem_nic *nic, bool on)
 	}
 	u.rings.data_split = r.split;
 	u.rings.hds_thresh = r.thresh;
+	u.rings.has_thresh = r.has_thresh;
 	if (devmem_undo_push(&nic->undo, &u))
 		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
 	snprintf(what, sizeof(what), "%s: rings-set tcp-data-split %s hds-thresh %u "
@@ -686,9 +717,9 @@ DEVMEM_EXPORT int devmem_nic_set_queues(struct devmem_nic *nic, unsigned int cou
 	if (!count)
 		return devmem_fail(-EINVAL, "%s: 0 queues: a device needs at least one", nic->name);
 	err = channels_get(nic, &c);
-	if (err)
+	if (err && err != -EOPNOTSUPP)
 		return err;
-	if (!c.combined_max)
+	if (err || !c.combined_max)
 		return devmem_fail(-EOPNOTSUPP, "%s: the driver has no combined channels "
 				   "(ethtool -l %s): set its RX queues another way", nic->name,
 				   nic->name);
@@ -1172,7 +1203,8 @@ static int undo_apply(void *ctx, const struct devmem_undo *u)
 	case DEVMEM_UNDO_RINGS:
 		snprintf(what, sizeof(what), "%s: restore: rings-set tcp-data-split %u hds-thresh %u",
 			 nic->name, u->rings.data_split, u->rings.hds_thresh);
-		err = rings_set(nic, u->rings.data_split, true, u->rings.hds_thresh, what);
+		err = rings_set(nic, u->rings.data_split, u->rings.has_thresh, u->rings.hds_thresh,
+				what);
 		if (err && strstr(devmem_nl_ext(nic->nl)->msg, "memory provider"))
 			devmem_fail(err, "%s: restore: header split stays on while a dma-buf or "
 				    "io_uring zcrx is bound to one of its queues: unbind first, "
