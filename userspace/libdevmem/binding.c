@@ -62,9 +62,10 @@ static int binding_new(struct devmem_binding **b, struct devmem_mem *mem, const 
 	return err;
 }
 
-/* Which of @queues a memory provider (dma-buf or io_uring) already holds. */
-static int held_queue(struct devmem_nic *nic, const unsigned int *queues, unsigned int n,
-		      unsigned int *q, uint32_t *dmabuf)
+/* Which of @queues a memory provider (dma-buf or io_uring) already holds:
+ * false if none (or the list cannot be read). */
+static bool held_queue(struct devmem_nic *nic, const unsigned int *queues, unsigned int n,
+		       struct devmem_queue_info *held)
 {
 	struct devmem_queue_info info[256];
 	int count = devmem_nic_queues(nic, info, 256), i;
@@ -75,13 +76,12 @@ static int held_queue(struct devmem_nic *nic, const unsigned int *queues, unsign
 			continue;
 		for (j = 0; j < n; j++) {
 			if (queues[j] == info[i].id) {
-				*q = info[i].id;
-				*dmabuf = info[i].dmabuf_id;
-				return 1;
+				*held = info[i];
+				return true;
 			}
 		}
 	}
-	return 0;
+	return false;
 }
 
 /* Rewrites the kernel's refusal of a bind-rx as what to change. */
@@ -89,8 +89,8 @@ static int explain_bind_rx(struct devmem_nic *nic, const struct devmem_nl_ext *e
 			   const unsigned int *queues, unsigned int n)
 {
 	const char *name = devmem_nic_name(nic);
-	unsigned int lowest = queues[0], i, q;
-	uint32_t dmabuf;
+	unsigned int lowest = queues[0], i;
+	struct devmem_queue_info held;
 
 	/* The kernel restarts queues in index order, so the lowest failed. */
 	for (i = 1; i < n; i++)
@@ -105,17 +105,25 @@ static int explain_bind_rx(struct devmem_nic *nic, const struct devmem_nl_ext *e
 				   "devmem_nic_set_header_split(nic, true) (ethtool -G %s "
 				   "hds-thresh 0) (kernel: %s)", name, lowest, name, ext->msg);
 	if (strstr(ext->msg, "already memory provider bound")) {
-		if (held_queue(nic, queues, n, &q, &dmabuf) > 0 && dmabuf)
+		const char *msg = ext->msg;
+
+		if (!held_queue(nic, queues, n, &held))
+			return devmem_fail(err, "%s: one of the queues is already bound: unbind "
+					   "it first (kernel: %s)", name, msg);
+		if (held.dmabuf_id)
 			return devmem_fail(err, "%s queue %u is already bound to dmabuf %u: unbind "
 					   "it first (devmem_unbind) or pick another queue "
-					   "(kernel: %s)", name, q, dmabuf, ext->msg);
-		if (held_queue(nic, queues, n, &q, &dmabuf) > 0)
-			return devmem_fail(err, "%s queue %u is already used by an io_uring zcrx "
-					   "area: close it first or pick another queue (kernel: %s)",
-					   name, q, ext->msg);
-		return devmem_fail(err, "%s: one of the queues is already bound: unbind it first "
-				   "(kernel: %s)", name, ext->msg);
+					   "(kernel: %s)", name, held.id, held.dmabuf_id, msg);
+		return devmem_fail(err, "%s queue %u is already used by an io_uring zcrx area: "
+				   "close it first or pick another queue (kernel: %s)", name,
+				   held.id, msg);
 	}
+	/* The kernel points at the queue id it refused. */
+	if (ext->has_bad_attr && ext->bad_nest == DM_NETDEV_A_DMABUF_QUEUES &&
+	    ext->bad_type == DM_NETDEV_A_QUEUE_ID)
+		return devmem_fail(err, "%s: queue %u does not exist (the kernel refused it; "
+				   "ethtool -l %s shows the queue count)", name, ext->bad_value,
+				   name);
 	if (strstr(ext->msg, "out of range"))
 		return devmem_fail(err, "%s queue %u: does not exist (kernel: %s)", name, lowest,
 				   ext->msg);
