@@ -234,7 +234,9 @@ nt qstats 1 -1; devb=$(field rx_bytes)
 check "device rx_bytes grew ($deva -> $devb)" test $((devb - deva)) -ge 4000000
 okc "close" close 1
 
-exec {NT[1]}>&-
+# End of input: nic_test closes what is left and exits.
+nt_in=${NT[1]}
+exec {nt_in}>&-
 wait "$NT_PID"
 check "nic_test exits cleanly" test $? = 0
 NT_PID=
