@@ -1000,9 +1000,12 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_del(struct devmem_nic *nic, uint32_t ctx)
 	for (i = 0, ours = false; i < nic->undo.n; i++)
 		ours |= nic->undo.v[i].kind == DEVMEM_UNDO_CTX_DEL && nic->undo.v[i].ctx == ctx;
 	/* A context we did not create comes back on restore: keep its table. */
-	if (!ours && rss_get(nic, ctx, &r))
+	err = ours ? 0 : rss_get(nic, ctx, &r);
+	if (err == -ENOENT || err == -EINVAL)
 		return devmem_fail(-ENOENT, "%s: RSS context %u does not exist (ethtool -x %s "
 				   "context %u)", nic->name, ctx, nic->name, ctx);
+	if (err)
+		return err;
 	snprintf(what, sizeof(what), "%s: rss-delete-act context %u (ethtool -X %s context %u "
 		 "delete)", nic->name, ctx, nic->name, ctx);
 	err = ctx_delete(nic, ctx, what);
