@@ -6,6 +6,7 @@ of the VM's ethtool 6.14, which cannot set hds-thresh).
 
   genl.py page-pools IFINDEX          "pools N inflight N detached N" of a device
   genl.py queues IFINDEX              one line "rx|tx ID napi NAPI_ID" per queue
+  genl.py dmabufs IFINDEX             one line "rx ID dmabuf N" per RX queue (0: none)
   genl.py qstats IFINDEX              one line "rx|tx ID packets N bytes N" per queue
   genl.py hds-thresh IFNAME           "hds-thresh N max N"
   genl.py set-hds-thresh IFNAME N     set it; on error print the extack, exit 1
@@ -38,7 +39,7 @@ QS_IFINDEX, QS_QUEUE_TYPE, QS_QUEUE_ID, QS_SCOPE = 1, 2, 3, 4
 QS_RX_PACKETS, QS_RX_BYTES, QS_TX_PACKETS, QS_TX_BYTES = 8, 9, 10, 11
 QSTATS_SCOPE_QUEUE = 1
 PP_ID, PP_IFINDEX, PP_NAPI, PP_INFLIGHT, PP_INFLIGHT_MEM, PP_DETACH = 1, 2, 3, 4, 5, 6
-Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI = 1, 2, 3, 4
+Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI, Q_DMABUF = 1, 2, 3, 4, 5
 
 ETHTOOL_MSG_RINGS_GET, ETHTOOL_MSG_RINGS_SET = 15, 16
 RINGS_HEADER, RINGS_HDS_THRESH, RINGS_HDS_THRESH_MAX = 1, 17, 18
@@ -140,6 +141,12 @@ def main(argv):
             kind = "rx" if u32(q[Q_TYPE]) == 0 else "tx"
             napi = u32(q[Q_NAPI]) if Q_NAPI in q else 0
             print(f"{kind} {u32(q[Q_ID])} napi {napi}")
+        return 0
+    if argv[1] == "dmabufs":
+        for q in request(sock, fam, CMD_QUEUE_GET, attr(Q_IFINDEX, struct.pack("I", ifindex)),
+                         NLM_F_DUMP):
+            if u32(q[Q_TYPE]) == 0:
+                print(f"rx {u32(q[Q_ID])} dmabuf {u32(q[Q_DMABUF]) if Q_DMABUF in q else 0}")
         return 0
     if argv[1] == "qstats":
         req = attr(QS_IFINDEX, struct.pack("I", ifindex)) + \

@@ -101,20 +101,44 @@ struct devmem_nic_state {
 	uint32_t rss_indir_size;
 };
 
+/*
+ * Opens interface @ifname of the caller's network namespace: -ENODEV names
+ * it when it does not exist. Changes need CAP_NET_ADMIN; reading does not.
+ */
 int devmem_nic_open(struct devmem_nic **out, const char *ifname);
-/* Closes the NIC handle; with @restore, undoes its changes first. */
+/*
+ * Closes the NIC handle; with @restore, undoes its changes first. Bindings
+ * made with the handle are not affected: they stay bound until
+ * devmem_unbind(). While a queue is bound the kernel refuses to turn header
+ * split off, so restoring with bindings alive leaves it on (and records
+ * why in devmem_last_error()): unbind first.
+ */
 void devmem_nic_close(struct devmem_nic *nic, bool restore);
-/* Undoes every change made through @nic, newest first; continues past
- * errors and returns the first. */
+/*
+ * Undoes every change made through @nic, newest first (rules, contexts,
+ * the RSS table, channels, ntuple, header split), so dependent state goes
+ * before what it depends on; continues past errors and returns the first.
+ * What could not be undone stays recorded, so a later call retries it
+ * (after devmem_unbind(), for header split).
+ * A rule or context deleted explicitly through @nic leaves the log; a rule
+ * that @nic did not create and deleted is re-inserted. Rules the kernel
+ * dropped itself (turning ntuple off flushes them) count as undone.
+ */
 int devmem_nic_restore(struct devmem_nic *nic);
 
 const char *devmem_nic_name(const struct devmem_nic *nic);
 int devmem_nic_ifindex(const struct devmem_nic *nic);
 int devmem_nic_state(struct devmem_nic *nic, struct devmem_nic_state *out);
 
-/* Header split on with hds-thresh 0 (what devmem needs), or back off. */
+/*
+ * Header split on (tcp-data-split "on", not "auto") with hds-thresh 0, what
+ * devmem needs; or off, with hds-thresh back to its value before the first
+ * change through @nic. -EOPNOTSUPP when the driver has no header split.
+ */
 int devmem_nic_set_header_split(struct devmem_nic *nic, bool on);
+/* The number of combined channels (RX/TX queue pairs). */
 int devmem_nic_set_queues(struct devmem_nic *nic, unsigned int count);
+/* The ntuple-filters feature; turning it off removes every rule. */
 int devmem_nic_set_ntuple(struct devmem_nic *nic, bool on);
 /* Spreads the main RSS table evenly over queues [first, first + count). */
 int devmem_nic_rss_spread(struct devmem_nic *nic, unsigned int first, unsigned int count);
@@ -140,7 +164,8 @@ struct devmem_flow_target {
 					 * then an offset into it, usually 0) */
 };
 
-/* Installs a rule at a free location; its location in @rule. */
+/* Installs a rule at a free location; its location in @rule. ntuple must be
+ * on (-EOPNOTSUPP says so otherwise). */
 int devmem_nic_flow_add(struct devmem_nic *nic, const struct devmem_flow *flow,
 			const struct devmem_flow_target *target, uint32_t *rule);
 int devmem_nic_flow_del(struct devmem_nic *nic, uint32_t rule);
@@ -173,6 +198,11 @@ struct devmem_binding;
  * Binds @mem to RX queues @queues[0..n) of @nic (header split must be on;
  * the kernel restarts each queue). The flows to receive must be steered
  * there (devmem_nic_flow_add).
+ *
+ * Each binding owns its netlink socket: it is independent of other
+ * bindings and of @nic, which may be closed (with or without restore)
+ * while the binding lives on. It ends with devmem_unbind() or when the
+ * process exits.
  */
 int devmem_bind_rx(struct devmem_binding **out, struct devmem_nic *nic, struct devmem_mem *mem,
 		   const unsigned int *queues, unsigned int n);

@@ -4,6 +4,10 @@
 #define LIBDEVMEM_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/ethtool.h>
+#include <net/if.h>
 
 #include "devmem.h"
 
@@ -83,5 +87,114 @@ int devmem_cuda_alloc(struct devmem_cuda **out, int device, size_t size, int *fd
 int devmem_cuda_copy(struct devmem_cuda *cuda, uint64_t off, void *host, size_t len,
 		     bool to_device);
 void devmem_cuda_free(struct devmem_cuda *cuda);
+/* ------------------------------------------------------ netlink (nl.c) */
+
+struct nlmsghdr;
+struct nlattr;
+struct devmem_nl;
+
+/* What the kernel said about the last failed request. */
+struct devmem_nl_ext {
+	int err;			/* negative errno, 0 if none */
+	char msg[256];			/* extack text, "" if none */
+	uint32_t bad_off;		/* NLMSGERR_ATTR_OFFS */
+	bool has_bad_attr;		/* the offset matched an attribute: */
+	uint16_t bad_nest, bad_type;	/* its nest (0: top level) and type */
+	uint32_t bad_value;		/* and its u32/u8 value */
+};
+
+/* A generic netlink socket with extended acks; @what prefixes errors. */
+int devmem_nl_open(struct devmem_nl **out, const char *what);
+void devmem_nl_close(struct devmem_nl *nl);
+/* Resolves generic netlink family @name; -ENOENT names it if missing.
+ * @ops (optional): bit N set when the family has command N (N < 64). */
+int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, uint64_t *ops,
+		     const char *what);
+/* Starts a request in the socket's send buffer (NLM_F_REQUEST | NLM_F_ACK | @flags). */
+struct nlmsghdr *devmem_nl_msg(struct devmem_nl *nl, uint16_t family, uint8_t cmd,
+			       uint8_t version, uint16_t flags);
+/* Called for each reply message; a negative return ends the request with it. */
+typedef int (*devmem_nl_cb)(const struct nlmsghdr *nlh, void *data);
+/*
+ * Sends @req and feeds replies to @cb up to the ack (or NLMSG_DONE of a
+ * dump). On a kernel error returns it and records "WHAT: strerror: extack
+ * (attribute ...)"; devmem_nl_ext() then has the details for callers that
+ * can say more.
+ */
+int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb cb, void *data,
+		      const char *what);
+const struct devmem_nl_ext *devmem_nl_ext(const struct devmem_nl *nl);
+/* Fills @ext from the NLMSG_ERROR or NLMSG_DONE @nlh answering @req. */
+void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
+			 struct devmem_nl_ext *ext);
+/* Records "WHAT: strerror: extack (attribute ...)" and returns @err. */
+int devmem_nl_fail(int err, const struct devmem_nl_ext *ext, const char *what);
+/* The value of an NLA_UINT (or u8/u16/u32/u64) attribute. */
+uint64_t devmem_nl_uint(const struct nlattr *attr);
+
+/* ------------------------------------------------------------ nic (nic.c) */
+
+/*
+ * The undo log: each change made through a NIC handle records how to put
+ * back what it changed; restoring applies them newest first.
+ */
+enum devmem_undo_kind {
+	DEVMEM_UNDO_RINGS,		/* tcp-data-split and hds-thresh */
+	DEVMEM_UNDO_CHANNELS,		/* combined count */
+	DEVMEM_UNDO_NTUPLE,		/* the ntuple-filters feature */
+	DEVMEM_UNDO_RSS,		/* the main indirection table */
+	DEVMEM_UNDO_CTX_DEL,		/* delete a context we created */
+	DEVMEM_UNDO_CTX_ADD,		/* re-create a context we deleted */
+	DEVMEM_UNDO_RULE_DEL,		/* delete a rule we inserted */
+	DEVMEM_UNDO_RULE_ADD,		/* re-insert a rule we deleted */
+};
+
+struct devmem_undo {
+	enum devmem_undo_kind kind;
+	bool failed;			/* the last restore could not apply it */
+	union {
+		struct { uint8_t data_split; bool has_thresh; uint32_t hds_thresh; } rings;
+		uint32_t channels;
+		bool ntuple;
+		/* RSS: the main table; CTX_ADD: context @ctx's table */
+		struct { uint32_t *indir; uint32_t size; bool reset; uint32_t ctx; } rss;
+		uint32_t ctx;
+		uint32_t rule;
+		struct { struct ethtool_rx_flow_spec fs; uint32_t rss_ctx; } add;
+	};
+};
+
+struct devmem_undo_log {
+	struct devmem_undo *v;
+	size_t n, cap;
+};
+
+/* Appends @u (taking its rss.indir); -ENOMEM frees it. */
+int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u);
+/* Drops the newest entry of @kind for context/rule @id; true if found. */
+bool devmem_undo_forget(struct devmem_undo_log *log, enum devmem_undo_kind kind, uint32_t id);
+/* Applies every entry, newest first, through @apply; continues past errors
+ * and returns the first. Entries applied are dropped, failed ones kept. */
+int devmem_undo_run(struct devmem_undo_log *log,
+		    int (*apply)(void *ctx, const struct devmem_undo *u), void *ctx);
+void devmem_undo_free(struct devmem_undo_log *log);
+
+/*
+ * Builds the ntuple rule for @flow and @target on @ifname (for messages):
+ * TCP over IPv4 or IPv6, zero addresses and ports as wildcards, the queue
+ * in ring_cookie or, with an RSS context, FLOW_RSS and the context in
+ * *@rss_ctx. Never a drop rule.
+ */
+int devmem_flow_spec(const char *ifname, const struct devmem_flow *flow,
+		     const struct devmem_flow_target *target, struct ethtool_rx_flow_spec *fs,
+		     uint32_t *rss_ctx);
+
+/* A NIC handle without kernel state, for tests of argument checks. */
+struct devmem_nic *devmem_nic_alloc(const char *ifname, int ifindex);
+/* RSS through SIOCETHTOOL as on kernels without ethtool netlink RSS_SET
+ * and RSS_CREATE_ACT (chosen by itself at open), to test that path. */
+void devmem_nic_rss_use_ioctl(struct devmem_nic *nic);
+/* The RX queue count, for range checks (bindings); reads the channels. */
+int devmem_nic_rx_queues(struct devmem_nic *nic, unsigned int *count);
 
 #endif
