@@ -50,11 +50,17 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-/* Exits with the library's description of the failed call. */
+/*
+ * Exits with the library's description of the failed call (which names the
+ * interface and queue), after @what when that adds to it.
+ */
 static void check(int ret, const char *what)
 {
-	if (ret < 0)
+	if (ret >= 0)
+		return;
+	if (what)
 		die("%s: %s", what, devmem_last_error());
+	die("%s", devmem_last_error());
 }
 
 __attribute__((noreturn)) static void usage(void)
@@ -150,13 +156,13 @@ static struct devmem_mem *mem_alloc(struct mem_choice c, size_t size)
 
 	switch (c.kind) {
 	case DEVMEM_MEM_UDMABUF:
-		check(devmem_mem_udmabuf(&mem, size, 0), "udmabuf");
+		check(devmem_mem_udmabuf(&mem, size, 0), NULL);
 		break;
 	case DEVMEM_MEM_HEAP:
-		check(devmem_mem_heap(&mem, NULL, size), "dma-heap");
+		check(devmem_mem_heap(&mem, NULL, size), NULL);
 		break;
 	case DEVMEM_MEM_CUDA:
-		check(devmem_mem_cuda(&mem, c.gpu, size), "CUDA memory");
+		check(devmem_mem_cuda(&mem, c.gpu, size), NULL);
 		break;
 	}
 	return mem;
@@ -294,8 +300,8 @@ static int cmd_nic_setup(const char *ifname, int argc, char **argv)
 		die("%s is already set up (" STATE_DIR "/%s.state): run 'devmem nic teardown %s' "
 		    "first", ifname, ifname, ifname);
 
-	check(devmem_nic_open(&nic, ifname), ifname);
-	check(devmem_nic_state(nic, &st), ifname);
+	check(devmem_nic_open(&nic, ifname), NULL);
+	check(devmem_nic_state(nic, &st), NULL);
 	saved = (struct nic_saved){ .queues = st.rx_queues, .header_split = st.header_split,
 				    .ntuple = st.ntuple, .reserve = reserve };
 	if (!queues)
@@ -332,12 +338,12 @@ static int cmd_nic_teardown(const char *ifname, int argc, char **argv)
 	if (err)
 		die("%s was not set up by 'devmem nic setup' (no " STATE_DIR "/%s.state: %s)",
 		    ifname, ifname, strerror(-err));
-	check(devmem_nic_open(&nic, ifname), ifname);
-	check(devmem_nic_rss_ctx_del(nic, saved.rss_ctx), ifname);
-	check(devmem_nic_rss_spread(nic, 0, saved.queues), ifname);
-	check(devmem_nic_set_queues(nic, saved.queues), ifname);
-	check(devmem_nic_set_ntuple(nic, saved.ntuple), ifname);
-	check(devmem_nic_set_header_split(nic, saved.header_split), ifname);
+	check(devmem_nic_open(&nic, ifname), NULL);
+	check(devmem_nic_rss_ctx_del(nic, saved.rss_ctx), NULL);
+	check(devmem_nic_rss_spread(nic, 0, saved.queues), NULL);
+	check(devmem_nic_set_queues(nic, saved.queues), NULL);
+	check(devmem_nic_set_ntuple(nic, saved.ntuple), NULL);
+	check(devmem_nic_set_header_split(nic, saved.header_split), NULL);
 	devmem_nic_close(nic, false);
 	state_path(path, sizeof(path), ifname);
 	unlink(path);
@@ -363,8 +369,8 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 	}
 	if (optind != argc)
 		usage();
-	check(devmem_nic_open(&nic, ifname), ifname);
-	check(devmem_nic_state(nic, &st), ifname);
+	check(devmem_nic_open(&nic, ifname), NULL);
+	check(devmem_nic_state(nic, &st), NULL);
 	n = devmem_nic_queues(nic, qi, sizeof(qi) / sizeof(qi[0]));
 	check(n, ifname);
 	if (n > (int)(sizeof(qi) / sizeof(qi[0])))
@@ -398,7 +404,7 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		if (!qi[i].rx)
 			continue;
 		memset(&qs, 0, sizeof(qs));
-		check(devmem_nic_qstats(nic, qi[i].id, &qs), ifname);
+		check(devmem_nic_qstats(nic, qi[i].id, &qs), NULL);
 		if (qi[i].dmabuf_id)
 			snprintf(mem, sizeof(mem), "dmabuf %u", qi[i].dmabuf_id);
 		else if (qi[i].io_uring)
@@ -712,7 +718,7 @@ static int cmd_rx(int argc, char **argv)
 		die("%s: %s", o.output, strerror(errno));
 	if (o.mem.user && !o.zcrx)
 		die("--mem user is for --zcrx: devmem bindings need a dma-buf");
-	check(devmem_nic_open(&nic, o.ifname), o.ifname);
+	check(devmem_nic_open(&nic, o.ifname), NULL);
 	if (o.steer)
 		rule = steer_port(nic, o.v6, o.port, o.queue);
 	if (!o.mem.user)
@@ -837,7 +843,7 @@ static int cmd_tx(int argc, char **argv)
 	slot_id = calloc(nslots, sizeof(*slot_id));
 	if (!slot_id)
 		die("out of memory");
-	check(devmem_nic_open(&nic, o.ifname), o.ifname);
+	check(devmem_nic_open(&nic, o.ifname), NULL);
 	mem = mem_alloc(o.mem, o.size);
 	check(devmem_bind_tx(&binding, nic, mem), "bind-tx");
 	id = devmem_binding_id(binding);
