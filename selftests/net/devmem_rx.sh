@@ -102,7 +102,11 @@ check "... saying so" grep -q "devmem_rx: no data for 10 s after [0-9]* of 10000
 check "... with every byte it got intact" grep -q " 0 mismatched" /tmp/rx.out
 check "... and frames dropped for want of a buffer (rx${q}_alloc_fail)" \
 	test "$(stat rx${q}_alloc_fail)" -gt "$fails0"
-for _ in $(seq 30); do [ "$(pools)" = "$pools_unbound" ] && break; sleep 1; done
+for _ in $(seq 30); do
+	softirq_each_cpu ns2
+	[ "$(pools)" = "$pools_unbound" ] && break
+	sleep 1
+done
 echo "page pools unbound: $pools_unbound, now: $(pools)"
 check "... and no page pool left behind" test "$(pools)" = "$pools_unbound"
 
