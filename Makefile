@@ -4,7 +4,7 @@
 #   make            provision the test kernel (once), build devtcp.ko and user space
 #   make check      host tests + VM selftests; ends with "N passed, N failed"
 #   make demo       bring up a devtcp NIC pair in the VM and move data over it
-#   make bench      TCP throughput of a devtcp pair against veth in the VM
+#   make bench      benchmarks in the VM: devtcp pair vs veth, devmem vs plain receive
 #   make checkpatch checkpatch.pl --strict over the kernel sources
 #
 # Building for a real host's running kernel instead of the test kernel:

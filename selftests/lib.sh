@@ -94,3 +94,15 @@ plain_stream() {
 		-s "$3" > /dev/null
 	wait $pid
 }
+
+# softirq_each_cpu NS: a NET_RX softirq on every CPU (a ping over NS's
+# loopback from each). Skbs that recvmsg() freed on another CPU than the one
+# that received them wait on that CPU's defer list (skb_attempt_defer_free())
+# for its next NET_RX softirq, holding their page pool buffers meanwhile; on
+# an idle CPU that may take long. Tests waiting for buffers to return run it.
+softirq_each_cpu() {
+	local cpu
+	for ((cpu = 0; cpu < $(nproc); cpu++)); do
+		taskset -c $cpu ip netns exec "$1" ping -q -c 1 -W 1 127.0.0.1 > /dev/null
+	done
+}

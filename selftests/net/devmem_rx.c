@@ -7,17 +7,28 @@
  * pattern and handing the dma-buf fragments back with SO_DEVMEM_DONTNEED.
  *
  *   devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE] [-H] [-r]
+ *             [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US]
+ *             [--idle-timeout SECS] [--no-validate]
  *
  *   -b  dma-buf size in bytes, a multiple of the page size (default 64 MiB)
  *   -H  allocate the dma-buf from /dev/dma_heap/system instead of udmabuf
  *   -r  first check that a plain recv() of devmem data fails with EFAULT
+ *   --rx-page-size    send bind-rx's rx-page-size attribute (the kernel checks it)
+ *   --hold            keep the tokens of the last FRAGS dma-buf frags, returning
+ *                     only older ones (a slow consumer; all go back at the end)
+ *   --return-delay-us sleep this long before every SO_DEVMEM_DONTNEED
+ *   --idle-timeout    give up when no data came for SECS seconds (default: wait)
+ *   --no-validate     neither read nor check the payload (for benchmarks); the
+ *                     byte counts and the frag checks still apply
  *
  * The flow must already be steered to QUEUE (ntuple rule) with header split
  * on. Exit status: 0 when all BYTES arrived intact and some of them through
- * the dma-buf, 1 otherwise, 2 on usage.
+ * the dma-buf, 1 otherwise, 2 on usage. A last "stats" line gives the
+ * receive's CPU time and syscall counts, for benchmarks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <libmnl/libmnl.h>
 #include <linux/dma-buf.h>
 #include <net/if.h>
@@ -26,7 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <linux/devmem_compat.h>
@@ -56,6 +69,11 @@ struct options {
 	size_t bufsize;
 	int probe_plain_recv;
 	int heap;		/* system dma-heap instead of udmabuf */
+	uint32_t rx_page_size;	/* 0: attribute left out */
+	unsigned int hold;	/* frags whose tokens are kept back */
+	unsigned int return_delay_us;
+	unsigned int idle_timeout;
+	int no_validate;
 };
 
 /* Where we are in the stream and how the bytes got here. */
@@ -65,6 +83,7 @@ struct rx_stats {
 	uint64_t linear_bytes, linear_frags;
 	uint64_t plain_bytes;
 	uint64_t bad, first_bad;
+	uint64_t recv_calls, dontneed_calls;
 };
 
 /* Tokens waiting to go back to the kernel, as coalesced ranges. */
@@ -72,12 +91,24 @@ struct token_batch {
 	struct dmabuf_token ranges[DONTNEED_MAX_TOKENS];
 	unsigned int n;
 	unsigned int frags;
+	struct rx_stats *st;
+	unsigned int delay_us;
 };
+
+/* Tokens kept back by --hold, oldest first (a ring of hold + MAX_CMSGS). */
+struct token_fifo {
+	uint32_t *tokens;
+	size_t cap, head, len;
+};
+
+static int no_validate;
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] "
-			"[-b BUFSIZE] [-H] [-r]\n");
+			"[-b BUFSIZE] [-H] [-r]\n"
+			"       [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US] "
+			"[--idle-timeout SECS] [--no-validate]\n");
 	exit(2);
 }
 
@@ -86,6 +117,10 @@ static void check_payload(struct rx_stats *st, const uint8_t *data, size_t len, 
 {
 	static uint8_t want[64 * 1024];
 
+	if (no_validate) {
+		st->offset += len;
+		return;
+	}
 	while (len) {
 		size_t n = len < sizeof(want) ? len : sizeof(want);
 
@@ -109,6 +144,9 @@ static void tokens_flush(struct token_batch *tb, int s)
 
 	if (!tb->n)
 		return;
+	if (tb->delay_us)
+		usleep(tb->delay_us);
+	tb->st->dontneed_calls++;
 	freed = setsockopt(s, SOL_SOCKET, SO_DEVMEM_DONTNEED, tb->ranges,
 			   tb->n * sizeof(tb->ranges[0]));
 	if (freed < 0)
@@ -160,13 +198,15 @@ static int check_dmabuf_frag(const struct dmabuf *db, const struct dmabuf_cmsg *
  * accounted for, or -1 on a malformed fragment.
  */
 static ssize_t handle_cmsgs(struct msghdr *msg, const struct dmabuf *db, struct rx_stats *st,
-			    struct token_batch *tb, int s, uint64_t seed)
+			    struct token_fifo *held, uint64_t seed)
 {
 	const uint8_t *linear = msg->msg_iov->iov_base;
 	struct cmsghdr *cm;
 	ssize_t done = 0;
 
-	dmabuf_sync(db, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
+	/* Without validation the CPU never touches the dma-buf. */
+	if (!no_validate)
+		dmabuf_sync(db, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
 	for (cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
 		const struct dmabuf_cmsg *dc = (const struct dmabuf_cmsg *)CMSG_DATA(cm);
 
@@ -180,7 +220,7 @@ static ssize_t handle_cmsgs(struct msghdr *msg, const struct dmabuf *db, struct 
 			check_payload(st, db->map + dc->frag_offset, dc->frag_size, seed);
 			st->dmabuf_bytes += dc->frag_size;
 			st->dmabuf_frags++;
-			tokens_add(tb, dc->frag_token, s);
+			held->tokens[(held->head + held->len++) % held->cap] = dc->frag_token;
 		} else if (cm->cmsg_type == SCM_DEVMEM_LINEAR) {
 			check_payload(st, linear, dc->frag_size, seed);
 			linear += dc->frag_size;
@@ -191,7 +231,8 @@ static ssize_t handle_cmsgs(struct msghdr *msg, const struct dmabuf *db, struct 
 		}
 		done += dc->frag_size;
 	}
-	dmabuf_sync(db, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
+	if (!no_validate)
+		dmabuf_sync(db, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
 	return done;
 }
 
@@ -220,15 +261,34 @@ static int probe_plain_recv(int s, struct rx_stats *st, uint64_t seed)
 	return -1;
 }
 
+/* Hands back all but the newest @keep held tokens, oldest first. */
+static void tokens_release(struct token_fifo *held, struct token_batch *tb, int s, size_t keep)
+{
+	while (held->len > keep) {
+		tokens_add(tb, held->tokens[held->head], s);
+		held->head = (held->head + 1) % held->cap;
+		held->len--;
+	}
+	tokens_flush(tb, s);
+}
+
 /* Receives until @total bytes or an error; returns 0 if the stream ended cleanly. */
 static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
-			  uint64_t total, uint64_t seed)
+			  const struct options *o)
 {
 	static uint8_t iobuf[IOV_SIZE];
 	static uint8_t ctrl[CTRL_SIZE] __attribute__((aligned(8)));
 	static struct token_batch tb;
 	struct iovec iov = { .iov_base = iobuf, .iov_len = sizeof(iobuf) };
+	struct token_fifo held = { .cap = (size_t)o->hold + MAX_CMSGS };
+	uint64_t total = o->total, seed = o->seed;
 	int rc = 0;
+
+	held.tokens = calloc(held.cap, sizeof(*held.tokens));
+	if (!held.tokens)
+		die("calloc");
+	tb.st = st;
+	tb.delay_us = o->return_delay_us;
 
 	while (st->offset < total) {
 		struct msghdr msg = {
@@ -240,8 +300,17 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 		ssize_t n = recvmsg(s, &msg, MSG_SOCK_DEVMEM);
 		ssize_t done;
 
+		st->recv_calls++;
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			fprintf(stderr, "devmem_rx: no data for %u s after %llu of %llu bytes, "
+				"%zu tokens held\n", o->idle_timeout,
+				(unsigned long long)st->offset, (unsigned long long)total,
+				held.len);
+			rc = -1;
+			break;
+		}
 		if (n <= 0) {
 			fprintf(stderr, "devmem_rx: recvmsg: %s after %llu of %llu bytes\n",
 				n ? strerror(errno) : "connection closed",
@@ -260,26 +329,37 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 			st->plain_bytes += n;
 			continue;
 		}
-		done = handle_cmsgs(&msg, db, st, &tb, s, seed);
+		done = handle_cmsgs(&msg, db, st, &held, seed);
 		if (done != n) {
 			if (done >= 0)
 				fprintf(stderr, "devmem_rx: cmsgs cover %zd of %zd bytes\n", done, n);
 			rc = -1;
 			break;
 		}
-		tokens_flush(&tb, s);
+		tokens_release(&held, &tb, s, o->hold);
 	}
-	tokens_flush(&tb, s);
+	tokens_release(&held, &tb, s, 0);
+	free(held.tokens);
 	return rc;
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
+	enum { OPT_RX_PAGE_SIZE = 256, OPT_HOLD, OPT_RETURN_DELAY, OPT_IDLE_TIMEOUT,
+	       OPT_NO_VALIDATE };
+	static const struct option longopts[] = {
+		{ "rx-page-size", required_argument, NULL, OPT_RX_PAGE_SIZE },
+		{ "hold", required_argument, NULL, OPT_HOLD },
+		{ "return-delay-us", required_argument, NULL, OPT_RETURN_DELAY },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+		{ "no-validate", no_argument, NULL, OPT_NO_VALIDATE },
+		{ 0 }
+	};
 	long page = sysconf(_SC_PAGESIZE);
 	int opt;
 
 	*o = (struct options){ .seed = 1, .bufsize = 64 << 20 };
-	while ((opt = getopt(argc, argv, "i:q:p:n:s:6b:Hr")) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:q:p:n:s:6b:Hr", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
 		case 'q': o->queue = strtoul(optarg, NULL, 0); break;
@@ -290,6 +370,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'b': o->bufsize = strtoull(optarg, NULL, 0); break;
 		case 'H': o->heap = 1; break;
 		case 'r': o->probe_plain_recv = 1; break;
+		case OPT_RX_PAGE_SIZE: o->rx_page_size = strtoul(optarg, NULL, 0); break;
+		case OPT_HOLD: o->hold = strtoul(optarg, NULL, 0); break;
+		case OPT_RETURN_DELAY: o->return_delay_us = strtoul(optarg, NULL, 0); break;
+		case OPT_IDLE_TIMEOUT: o->idle_timeout = strtoul(optarg, NULL, 0); break;
+		case OPT_NO_VALIDATE: o->no_validate = 1; break;
 		default: usage();
 		}
 	}
@@ -298,8 +383,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage();
 }
 
+static double tv_secs(struct timeval tv)
+{
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
 int main(int argc, char **argv)
 {
+	struct rusage ru0, ru1;
 	struct rx_stats st = { 0 };
 	struct mnl_socket *nl;
 	struct options o;
@@ -316,15 +407,25 @@ int main(int argc, char **argv)
 	else
 		dmabuf_create_udmabuf(&db, o.bufsize);
 	nl = netdev_nl_open();
-	netdev_bind_rx(nl, ifindex, o.queue, &db);
+	netdev_bind_rx_page_size(nl, ifindex, o.queue, &db, o.rx_page_size);
+	no_validate = o.no_validate;
 
 	s = tcp_accept_one(o.v6, o.port);
+	if (o.idle_timeout) {
+		struct timeval tv = { .tv_sec = o.idle_timeout };
+
+		if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+			die("SO_RCVTIMEO");
+	}
+	/* CPU time of the receive alone: not the dma-buf's set-up. */
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now();
 	if (o.probe_plain_recv && probe_plain_recv(s, &st, o.seed))
 		rc = 1;
-	if (receive_stream(s, &db, &st, o.total, o.seed))
+	if (receive_stream(s, &db, &st, &o))
 		rc = 1;
 	secs = now() - t0;
+	getrusage(RUSAGE_SELF, &ru1);
 
 	if (st.bad)
 		fprintf(stderr, "devmem_rx: first mismatch at offset %llu\n",
@@ -338,11 +439,28 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.dmabuf_bytes, (unsigned long long)st.dmabuf_frags,
 	       (unsigned long long)st.linear_bytes, (unsigned long long)st.linear_frags,
 	       (unsigned long long)st.bad);
-	printf(", %.1f MB/s, dmabuf id %u\n", secs > 0 ? st.offset / secs / 1e6 : 0.0, db.id);
+	printf(", %.1f MB/s, dmabuf id %u%s\n", secs > 0 ? st.offset / secs / 1e6 : 0.0, db.id,
+	       o.no_validate ? " (not validated)" : "");
+	/* Copied: what the kernel wrote into our iov (linear and plain bytes). */
+	printf("stats bytes %llu secs %.3f utime %.3f stime %.3f recv_calls %llu "
+	       "dontneed_calls %llu copied %llu\n", (unsigned long long)st.offset, secs,
+	       tv_secs(ru1.ru_utime) - tv_secs(ru0.ru_utime),
+	       tv_secs(ru1.ru_stime) - tv_secs(ru0.ru_stime),
+	       (unsigned long long)st.recv_calls, (unsigned long long)st.dontneed_calls,
+	       (unsigned long long)(st.linear_bytes + st.plain_bytes));
 
-	close(s);
-	mnl_socket_close(nl);
 	if (st.offset != o.total || st.bad || !st.dmabuf_bytes)
 		rc = 1;
+	if (rc) {
+		/*
+		 * Reset rather than close politely: an orphaned socket would keep
+		 * its out-of-order skbs, and so dma-buf buffers, for tcp_fin_timeout.
+		 */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(s);
+	mnl_socket_close(nl);
 	return rc;
 }

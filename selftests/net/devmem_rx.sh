@@ -3,8 +3,10 @@
 # devmem RX through the devtcp NIC: a udmabuf bound to queue 3 (netdev
 # bind-rx), the flow steered there by an ntuple rule, received with
 # MSG_SOCK_DEVMEM and validated byte for byte in the mmapped dma-buf;
-# the same into a system dma-heap buffer and at MTU 9000; binding errors;
-# and the queue back on host memory after unbinding.
+# the same into a system dma-heap buffer and at MTU 9000; binding errors
+# (each with the kernel's reason, leaving the queue as it was); a dma-buf
+# of one buffer that stalls the stream without corrupting it; and the queue
+# back on host memory after unbinding.
 # DEVTCP_DEVMEM_BYTES sets the stream size (default 1 GiB).
 . "$(dirname "$0")/../lib.sh"
 
@@ -21,10 +23,52 @@ echo "$out"
 check "... with the kernel's reason" grep -q "tcp-data-split is disabled" <<< "$out"
 
 devmem_steer ns2 dtb $q 5001 5002 || fail "cannot steer ports 5001, 5002 to queue $q"
+ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
+genl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
+# "pools N detached N": the page pools of dtb; inflight varies with traffic.
+pools() { genl page-pools "$ifindex" | awk '{ print $1, $2, $5, $6 }'; }
+pools_unbound=$(pools)
 
 out=$(timeout 20 $rx -q 8 -p 5000 -n 1 2>&1)
 check "bind-rx to a queue that does not exist is refused" test $? = 1
 echo "$out"
+
+# refused WHAT MESSAGE [devmem_rx options]: bind-rx fails with exit 1 and
+# MESSAGE (the kernel's extack), and queue $q was not restarted, nor a page
+# pool left behind.
+refused() {
+	local what=$1 msg=$2 restarts pools0 rc
+	shift 2
+	restarts=$(stat rx${q}_restarts)
+	pools0=$(pools)
+	out=$(timeout 20 $rx -q $q -p 5000 -n 1 "$@" 2>&1)
+	rc=$?
+	echo "$out"
+	check "$what is refused (exit $rc)" test $rc = 1
+	check "... with \"$msg\"" grep -qF "$msg" <<< "$out"
+	check "... and queue $q is left as it was" \
+		test "$(stat rx${q}_restarts)" = "$restarts" -a "$(pools)" = "$pools0"
+}
+
+# Header split must hand every payload byte to the provider.
+genl set-hds-thresh dtb 256 || fail "cannot set hds-thresh"
+refused "bind-rx while hds-thresh is 256" "Invalid argument: hds-thresh is not zero"
+check "... which is still 256" grep -q "^hds-thresh 256 " <<< "$(genl hds-thresh dtb)"
+genl set-hds-thresh dtb 0 || fail "cannot reset hds-thresh"
+
+# rx-page-size, the binding's buffer size: the policy wants >= PAGE_SIZE,
+# bind-rx a power of two, and each dma-buf chunk must hold whole buffers, so
+# a dma-buf smaller than one buffer (a one-page udmabuf, 8 KiB buffers) is
+# refused while mapping it, before any queue is touched.
+refused "rx-page-size 2048 (below PAGE_SIZE)" \
+	"Numerical result out of range: integer out of range" --rx-page-size 2048
+refused "rx-page-size 12288" "Invalid argument: rx-page-size must be a power of 2" \
+	--rx-page-size 12288
+refused "a 4 KiB dma-buf with 8 KiB buffers" \
+	"Invalid argument: dmabuf sg entry" -b 4096 --rx-page-size 8192
+# The kernel cuts formatted extacks at 80 characters: "size 8192" ends "size 81".
+check "... as its chunk is not aligned to the buffer size" \
+	grep -q "len=4096) not aligned to niov size" <<< "$out"
 
 # stream PORT BYTES SEED [devmem_rx options]: devmem receiver, plain sender.
 stream() {
@@ -42,6 +86,31 @@ stream() {
 	return $rc
 }
 
+check "rx-page-size 4096 (PAGE_SIZE) is accepted and receives intact" \
+	stream 5001 20000000 25 --rx-page-size 4096
+
+# One buffer for a ring of 1024: the binding is valid, but out-of-order
+# segments pin the only buffer, so the retransmission that would fill the
+# hole cannot be received (TCP does not prune the out-of-order queue while
+# under its rcvbuf). The stream must stall cleanly: no byte corrupted, the
+# drops counted, the receiver giving up with a clear message, and every
+# buffer back once it resets the connection.
+fails0=$(stat rx${q}_alloc_fail)
+stream 5001 10000000 26 -b 4096 --idle-timeout 10
+check "a one-buffer dma-buf stalls the stream and the receiver gives up (exit $?)" test $? = 1
+check "... saying so" grep -q "devmem_rx: no data for 10 s after [0-9]* of 10000000 bytes" /tmp/rx.out
+check "... with every byte it got intact" grep -q " 0 mismatched" /tmp/rx.out
+check "... and frames dropped for want of a buffer (rx${q}_alloc_fail)" \
+	test "$(stat rx${q}_alloc_fail)" -gt "$fails0"
+for _ in $(seq 30); do
+	softirq_each_cpu ns2
+	[ "$(pools)" = "$pools_unbound" ] && break
+	sleep 1
+done
+echo "page pools unbound: $pools_unbound, now: $(pools)"
+check "... and no page pool left behind" test "$(pools)" = "$pools_unbound"
+
+# A valid binding on the same queue after all of the above.
 restarts0=$(stat rx${q}_restarts)
 check "$bytes bytes received into the dma-buf, all validated" stream 5001 "$bytes" 21 -r
 check "a plain recv() on the devmem socket fails with EFAULT" grep -q "plain recv: Bad address" /tmp/rx.out

@@ -36,6 +36,7 @@
 #define NETDEV_A_DMABUF_QUEUES		2
 #define NETDEV_A_DMABUF_FD		3
 #define NETDEV_A_DMABUF_ID		4
+#define NETDEV_A_DMABUF_RX_PAGE_SIZE	5
 #define NETDEV_A_QUEUE_ID		1
 #define NETDEV_A_QUEUE_TYPE		3
 #define NETDEV_QUEUE_TYPE_RX		0
@@ -239,6 +240,12 @@ static uint16_t netdev_family_id(struct mnl_socket *nl)
  */
 void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, struct dmabuf *db)
 {
+	netdev_bind_rx_page_size(nl, ifindex, queue, db, 0);
+}
+
+void netdev_bind_rx_page_size(struct mnl_socket *nl, int ifindex, unsigned int queue,
+			      struct dmabuf *db, uint32_t rx_page_size)
+{
 	static uint8_t buf[NL_BUF_SIZE];
 	struct genl_u32_attr id = { .type = NETDEV_A_DMABUF_ID };
 	uint16_t family = netdev_family_id(nl);
@@ -252,6 +259,8 @@ void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, stru
 	mnl_attr_put_u32(nlh, NETDEV_A_QUEUE_TYPE, NETDEV_QUEUE_TYPE_RX);
 	mnl_attr_nest_end(nlh, nest);
 	mnl_attr_put_u32(nlh, NETDEV_A_DMABUF_FD, db->fd);
+	if (rx_page_size)
+		mnl_attr_put_u32(nlh, NETDEV_A_DMABUF_RX_PAGE_SIZE, rx_page_size);
 	nl_request(nl, nlh, "bind-rx", genl_find_u32_cb, &id);
 	if (!id.found) {
 		fprintf(stderr, "%s: bind-rx reply has no dmabuf id\n", program_invocation_short_name);

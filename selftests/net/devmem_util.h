@@ -35,6 +35,10 @@ void dmabuf_sync(const struct dmabuf *db, uint64_t flags);
 struct mnl_socket *netdev_nl_open(void);
 /* bind-rx of @db to RX queue @queue of @ifindex; sets db->id or exits. */
 void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, struct dmabuf *db);
+/* The same with the rx-page-size attribute (the buffer size of the binding;
+ * a power of two >= PAGE_SIZE), left out when @rx_page_size is 0. */
+void netdev_bind_rx_page_size(struct mnl_socket *nl, int ifindex, unsigned int queue,
+			      struct dmabuf *db, uint32_t rx_page_size);
 /* bind-tx of @db for sending on @ifindex; sets db->id or exits. */
 void netdev_bind_tx(struct mnl_socket *nl, int ifindex, struct dmabuf *db);
 

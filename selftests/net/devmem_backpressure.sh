@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Late token return slows the sender, never corrupts: a devmem receiver on
+# queue 3 with a dma-buf of 256 buffers (the ring wants 1024) keeps the
+# tokens of its last 128 frags and sleeps before every SO_DEVMEM_DONTNEED.
+# The queue runs out of buffers, drops frames (rx3_alloc_fail) and the
+# sender retransmits: the stream arrives intact, only later. The same
+# receiver with a 64 MiB dma-buf drops nothing, so the drops come from the
+# small buffer. Afterwards no page pool and no dma-buf is left behind.
+# DEVTCP_BACKPRESSURE_BYTES sets the stream size (default 50 MB).
+. "$(dirname "$0")/../lib.sh"
+
+bytes=${DEVTCP_BACKPRESSURE_BYTES:-50000000}
+q=3
+slow="--hold 128 --return-delay-us 1000"
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+devmem_steer ns2 dtb $q 5001 || fail "cannot steer port 5001 to queue $q"
+ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
+pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" |
+	awk '{ print $1, $2, $5, $6 }'; }
+dmabufs() { awk '/^Total/ { print $2; exit }' /sys/kernel/debug/dma_buf/bufinfo; }
+fails() { ethtool_stat ns2 dtb rx${q}_alloc_fail; }
+# The sender's TCP retransmissions (RetransSegs of ns1's /proc/net/snmp).
+retrans() {
+	ip netns exec ns1 awk '$1 == "Tcp:" {
+		if (!c) { for (i = 2; i <= NF; i++) if ($i == "RetransSegs") c = i }
+		else print $c }' /proc/net/snmp
+}
+# The receive's seconds from devmem_rx's stats line.
+secs() { awk '$1 == "stats" { print $5 }' /tmp/rx.out; }
+
+# stream SEED [devmem_rx options]: $bytes from ns1 to a devmem receiver;
+# its status is the receiver's, which gives up after 60 s without data.
+stream() {
+	local seed=$1 pid rc
+	shift
+	ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n "$bytes" -s "$seed" \
+		--idle-timeout 60 "$@" > /tmp/rx.out 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
+	timeout 600 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 \
+		-n "$bytes" -s "$seed" > /dev/null
+	wait $pid
+	rc=$?
+	cat /tmp/rx.out
+	return $rc
+}
+
+pools0=$(pools)
+bufs0=$(dmabufs)
+echo "before: $pools0, $bufs0 dma-bufs"
+
+f0=$(fails)
+check "a slow consumer with a 64 MiB dma-buf receives intact" stream 31 $slow
+big_secs=$(secs)
+check "... and no frame was dropped for want of a buffer" test "$(fails)" = "$f0"
+
+f0=$(fails)
+r0=$(retrans)
+check "a slow consumer with a 1 MiB dma-buf (256 buffers) receives intact" \
+	stream 32 -b 1048576 $slow
+small_secs=$(secs)
+echo "queue $q dropped $(( $(fails) - f0 )) frames, the sender retransmitted" \
+	"$(( $(retrans) - r0 )) segments; ${big_secs}s with 64 MiB, ${small_secs}s with 1 MiB"
+check "... after frames were dropped for want of a buffer" test "$(fails)" -gt "$f0"
+check "... and the sender retransmitted them" test "$(retrans)" -gt "$r0"
+check "... which made the receive slower than with 64 MiB" \
+	awk -v s="$small_secs" -v b="$big_secs" 'BEGIN { exit !(s > b) }'
+
+# Buffers of the closed socket come back within seconds. If not, show who
+# may hold them, and how long they take after all.
+for ((t = 0; t < 90; t++)); do
+	softirq_each_cpu ns2
+	[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && break
+	if [ $t = 30 ]; then
+		echo "after 30 s: $(pools), $(dmabufs) dma-bufs; sockets:"
+		for ns in ns1 ns2; do ip netns exec $ns ss -tanoem; done
+		cat /sys/kernel/debug/dma_buf/bufinfo
+	fi
+	sleep 1
+done
+echo "after ${t} s: $(pools), $(dmabufs) dma-bufs"
+check "no page pool left behind (within 30 s)" test $t -le 30 -a "$(pools)" = "$pools0"
+check "no dma-buf left behind (within 30 s)" test $t -le 30 -a "$(dmabufs)" = "$bufs0"
+check "queue $q carries a plain stream intact afterwards" plain_stream 5001 20000000 33
+ip netns del ns1
+ip netns del ns2
+finish
