@@ -44,6 +44,7 @@ check "queue $q was restarted for every bind and unbind" \
 
 # Buffers still held by dying sockets come back within seconds.
 for _ in $(seq 60); do
+	softirq_each_cpu ns2
 	[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && break
 	sleep 1
 done

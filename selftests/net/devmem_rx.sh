@@ -125,9 +125,10 @@ for _ in $(seq 100); do grep -q listening /tmp/rx2.out && break; sleep 0.1; done
 out=$(e -G dtb tcp-data-split off 2>&1)
 check "header split cannot be turned off while bound" test $? -ne 0
 echo "$out"
-out=$(e -L dtb combined 2 2>&1)
-check "channels cannot drop below the bound queue" test $? -ne 0
+out=$(genl set-hds-thresh dtb 256 2>&1)
+check "hds-thresh cannot be raised while bound" test $? -ne 0
 echo "$out"
+check "... because of the memory provider" grep -q "non-zero hds_thresh while device is memory provider" <<< "$out"
 out=$(timeout 20 $rx -q $q -p 5003 -n 1 2>&1)
 check "binding the same queue twice is refused" test $? = 1
 echo "$out"
@@ -145,6 +146,20 @@ check "devmem stream intact at MTU 9000" stream 5001 100000000 22
 # Unbound again: queue 3 is back on host memory and plain TCP works there.
 check "after unbinding, queue $q receives plain TCP into host memory" \
 	plain_stream 5001 50000000 23
+# Channels: with no rule and no RSS entry on queue 3, only its binding
+# stops a shrink below it.
+timeout 60 $rx -q $q -p 5009 -n 1 > /tmp/rx3.out 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q listening /tmp/rx3.out && break; sleep 0.1; done
+for r in $(e -n dtb | sed -n 's/^Filter: //p'); do e -N dtb delete "$r"; done
+e -X dtb equal 3
+out=$(e -L dtb combined 3 2>&1)
+check "channels cannot drop below the bound queue" test $? -ne 0
+echo "$out"
+check "... because of the memory provider" grep -q "too low for existing memory provider" <<< "$out"
+check "... 8 channels still" test "$(e -l dtb | awk '/^Combined:/ { v = $2 } END { print v }')" = 8
+kill $pid
+wait $pid 2>/dev/null
 ip netns del ns1
 ip netns del ns2
 finish

@@ -130,6 +130,7 @@ static void zc_reap(struct zc_state *zc, int s, int wait)
 			wait = 0;	/* one batch is what the caller waits for */
 			continue;
 		}
+		wait = 0;	/* got some: what is left is only read if already queued */
 		cm = CMSG_FIRSTHDR(&msg);
 		if (!cm) {
 			fprintf(stderr, "devmem_tx: error queue message without cmsg\n");

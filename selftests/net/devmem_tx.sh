@@ -101,7 +101,12 @@ kill $pid 2>/dev/null
 wait $pid 2>/dev/null
 
 # TX bindings go when their netlink socket closes and the skbs are freed.
-for _ in $(seq 30); do [ "$(dmabufs)" = "$bufs0" ] && break; sleep 1; done
+for _ in $(seq 30); do
+	softirq_each_cpu ns1
+	softirq_each_cpu ns2
+	[ "$(dmabufs)" = "$bufs0" ] && break
+	sleep 1
+done
 check "no dma-buf left behind ($(dmabufs) now, $bufs0 before)" test "$(dmabufs)" = "$bufs0"
 ip netns del ns1
 ip netns del ns2
