@@ -23,5 +23,14 @@ for page in man3/*.3; do
 	fi
 done
 [ $n -gt 0 ] || { echo "FAIL: no man pages"; exit 1; }
+# Every function libdevmem exports has its page.
+for sym in $(sed -n 's/^\t\t\(devmem_[a-z0-9_]*\);$/\1/p' "$src/../libdevmem.map"); do
+	[ -f "man3/$sym.3" ] || { echo "FAIL: $sym has no man page"; fails=$((fails + 1)); }
+done
+# The devmem tool's page.
+mkdir man1 && cp "$src/../../tools/man/devmem.1" man1/
+n=$((n + 1))
+warn=$(MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -l man1/devmem.1 2>&1 > out)
+[ -z "$warn" ] || { echo "FAIL: devmem.1: $warn"; fails=$((fails + 1)); }
 echo "$((n - fails)) of $n man pages render cleanly"
 [ $fails = 0 ]
