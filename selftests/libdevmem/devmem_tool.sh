@@ -30,7 +30,9 @@ check "... ntuple is on" grep -q "ntuple-filters: on" <<< "$(b ethtool -k dtb)"
 indir() {
 	local c=()
 	[ "$1" != 0 ] && c=(context "$1")
-	b ethtool -x dtb "${c[@]}" | sed -n 's/^ *[0-9]*://p' | tr -s ' ' '\n' | sed '/^$/d' | sort -un
+	# Table rows only: the hash key below them looks like "30:16:b2:...".
+	b ethtool -x dtb "${c[@]}" | awk '/^RSS hash key/ { exit }
+		/^ *[0-9]+:/ { for (i = 2; i <= NF; i++) print $i }' | sort -un
 }
 check "... the main RSS table spreads over queues 0-5" test "$(indir 0 | tr '\n' ' ')" = "0 1 2 3 4 5 "
 ctx=$(sed -n 's/.*RSS context \([0-9]*\).*/\1/p' <<< "$out")
@@ -47,7 +49,26 @@ import json, sys
 d = json.loads(sys.argv[1])
 assert d['header_split'] and d['ntuple'] and d['reserved'] == [6, 7], d
 assert len(d['rx_queues']) == 8, d
+# Two page pools (headers, payload) per queue, all on host memory now.
+assert len(d['page_pools']) == 16, d
+assert all(p['dmabuf_id'] == 0 and not p['detached'] for p in d['page_pools']), d
 " "$json"
+
+# While a receiver holds queue 6, show reports its binding and page pool.
+ip netns exec ns2 timeout 60 $devmem rx --iface dtb --queue 6 --port 5000 > /dev/null 2> /tmp/rx0.err &
+pid=$!
+wait_listen /tmp/rx0.err
+json=$(b $devmem nic show dtb --json)
+kill $pid
+wait $pid 2>/dev/null
+check "nic show lists the binding of queue 6 and a page pool using it" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+q6 = [q for q in d['rx_queues'] if q['id'] == 6][0]
+assert q6['dmabuf_id'] > 0, q6
+assert [p for p in d['page_pools'] if p['dmabuf_id'] == q6['dmabuf_id']], d['page_pools']
+" "$json"
+b $devmem nic show dtb
 
 # rx_run PORT QUEUE RXOPTS... -- SENDER...: a devmem receiver, then the sender.
 rx_run() {

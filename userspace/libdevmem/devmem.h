@@ -182,6 +182,21 @@ struct devmem_queue_info {
 /* Up to @max queues into @out; returns how many the device has. */
 int devmem_nic_queues(struct devmem_nic *nic, struct devmem_queue_info *out, unsigned int max);
 
+/* A page pool of the device (netdev page-pool-get), for tools. */
+struct devmem_page_pool_info {
+	uint64_t id;
+	uint32_t napi_id;		/* of its queue; 0 once detached */
+	uint64_t inflight;		/* buffers handed out and not yet back */
+	uint64_t inflight_mem;		/* their bytes */
+	uint32_t dmabuf_id;		/* buffers of this binding; 0: host memory */
+	bool io_uring;			/* buffers of an io_uring area */
+	bool detached;			/* its queue is gone; it waits for buffers */
+};
+
+/* Up to @max page pools into @out; returns how many the device has. */
+int devmem_nic_page_pools(struct devmem_nic *nic, struct devmem_page_pool_info *out,
+			  unsigned int max);
+
 struct devmem_qstats {
 	uint64_t rx_packets, rx_bytes, rx_alloc_fail;
 	uint64_t tx_packets, tx_bytes;

@@ -1313,6 +1313,58 @@ DEVMEM_EXPORT int devmem_nic_queues(struct devmem_nic *nic, struct devmem_queue_
 	return err ? err : (int)d.count;
 }
 
+struct pools_dump {
+	int ifindex;
+	struct devmem_page_pool_info *out;
+	unsigned int max, count;
+};
+
+static int pools_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct pools_dump *d = data;
+	struct devmem_page_pool_info p = { 0 };
+	const struct nlattr *a;
+	int ifindex = 0;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
+		switch (mnl_attr_get_type(a)) {
+		case DM_NETDEV_A_PAGE_POOL_ID: p.id = devmem_nl_uint(a); break;
+		case DM_NETDEV_A_PAGE_POOL_IFINDEX: ifindex = mnl_attr_get_u32(a); break;
+		case DM_NETDEV_A_PAGE_POOL_NAPI_ID: p.napi_id = mnl_attr_get_u32(a); break;
+		case DM_NETDEV_A_PAGE_POOL_INFLIGHT: p.inflight = devmem_nl_uint(a); break;
+		case DM_NETDEV_A_PAGE_POOL_INFLIGHT_MEM: p.inflight_mem = devmem_nl_uint(a); break;
+		case DM_NETDEV_A_PAGE_POOL_DETACH_TIME: p.detached = true; break;
+		case DM_NETDEV_A_PAGE_POOL_DMABUF: p.dmabuf_id = mnl_attr_get_u32(a); break;
+		case DM_NETDEV_A_PAGE_POOL_IO_URING: p.io_uring = true; break;
+		}
+	}
+	/* The dump lists the pools of every device. */
+	if (ifindex != d->ifindex)
+		return 0;
+	if (d->count < d->max)
+		d->out[d->count] = p;
+	d->count++;
+	return 0;
+}
+
+DEVMEM_EXPORT int devmem_nic_page_pools(struct devmem_nic *nic, struct devmem_page_pool_info *out,
+					unsigned int max)
+{
+	struct pools_dump d = { .out = out, .max = out ? max : 0 };
+	struct nlmsghdr *nlh;
+	char what[64];
+	int err;
+
+	if (!nic)
+		return devmem_fail(-EINVAL, "devmem_nic_page_pools: nic is NULL");
+	d.ifindex = nic->ifindex;
+	nlh = devmem_nl_msg(nic->nl, nic->netdev, DM_NETDEV_CMD_PAGE_POOL_GET,
+			    DM_NETDEV_FAMILY_VERSION, NLM_F_DUMP);
+	snprintf(what, sizeof(what), "%s: netdev page-pool-get", nic->name);
+	err = devmem_nl_request(nic->nl, nlh, pools_cb, &d, what);
+	return err ? err : (int)d.count;
+}
+
 struct qstats_dump {
 	int queue;
 	bool found;

@@ -352,6 +352,42 @@ static int cmd_nic_teardown(const char *ifname, int argc, char **argv)
 	return 0;
 }
 
+/* The page pools: where each queue's buffers are, and how many are out. */
+static void show_page_pools(struct devmem_nic *nic, int json)
+{
+	struct devmem_page_pool_info pp[512];
+	int n = devmem_nic_page_pools(nic, pp, sizeof(pp) / sizeof(pp[0]));
+
+	check(n, NULL);
+	if (n > (int)(sizeof(pp) / sizeof(pp[0])))
+		n = sizeof(pp) / sizeof(pp[0]);
+	if (json)
+		printf(", \"page_pools\": [");
+	else
+		printf("%-8s %-8s %-10s %-10s %-12s %s\n", "pool", "napi", "memory", "inflight",
+		       "inflight B", "state");
+	for (int i = 0; i < n; i++) {
+		char mem[32] = "host";
+
+		if (pp[i].dmabuf_id)
+			snprintf(mem, sizeof(mem), "dmabuf %u", pp[i].dmabuf_id);
+		else if (pp[i].io_uring)
+			snprintf(mem, sizeof(mem), "io_uring");
+		if (json)
+			printf("%s{\"id\": %" PRIu64 ", \"napi_id\": %u, \"dmabuf_id\": %u, "
+			       "\"io_uring\": %s, \"inflight\": %" PRIu64 ", \"inflight_mem\": %"
+			       PRIu64 ", \"detached\": %s}", i ? ", " : "", pp[i].id, pp[i].napi_id,
+			       pp[i].dmabuf_id, pp[i].io_uring ? "true" : "false", pp[i].inflight,
+			       pp[i].inflight_mem, pp[i].detached ? "true" : "false");
+		else
+			printf("%-8" PRIu64 " %-8u %-10s %-10" PRIu64 " %-12" PRIu64 " %s\n",
+			       pp[i].id, pp[i].napi_id, mem, pp[i].inflight, pp[i].inflight_mem,
+			       pp[i].detached ? "detached" : "active");
+	}
+	if (json)
+		printf("]");
+}
+
 static int cmd_nic_show(const char *ifname, int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
@@ -422,7 +458,10 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		first = 0;
 	}
 	if (json)
-		printf("]}\n");
+		printf("]");
+	show_page_pools(nic, json);
+	if (json)
+		printf("}\n");
 	devmem_nic_close(nic, false);
 	return 0;
 }
