@@ -1,45 +1,49 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# `make demo`: inside the test VM, bring up a devtcp NIC pair between two
-# namespaces and receive a TCP stream straight into a dma-buf (devmem TCP):
-# a udmabuf is bound to RX queue 3 with netdev bind-rx, an ntuple rule steers
-# the flow there, and the receiver validates every byte in the dma-buf.
+# `make demo`: inside the test VM, a devtcp NIC pair between two namespaces
+# carries a TCP stream from a dma-buf on the sender (devmem TX) into a dma-buf
+# on the receiver (devmem RX), all set up with the devmem tool: the receiving
+# NIC gets header split, RSS kept off two reserved queues, an ntuple rule and
+# a udmabuf bound to one of them; every byte is validated in the dma-buf.
 . "$(dirname "$0")/lib.sh"
 
 bytes=${DEVTCP_DEMO_BYTES:-268435456}
-q=3
+q=7
+devmem=/devtcp/userspace/tools/devmem
 
 echo "== devtcp demo on Linux $(uname -r)"
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the devtcp pair"
-devmem_steer ns2 dtb $q 5001 || fail "cannot steer the flow to queue $q"
 echo "pair: dta (ns1, 10.99.0.1) <-> dtb (ns2, 10.99.0.2), 8 channels"
-echo "receiver: header split on, RSS kept off queue $q, tcp dst-port 5001 -> queue $q"
 
 echo
-echo "== receiving $bytes bytes into a 64 MiB udmabuf bound to dtb queue $q"
-ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n "$bytes" -s 42 > /tmp/rx.out 2>&1 &
+echo "== devmem nic setup dtb --reserve 2"
+ip netns exec ns2 $devmem nic setup dtb --reserve 2 || fail "nic setup failed"
+
+echo
+echo "== devmem rx on dtb queue $q  <-  devmem tx from dta, $bytes bytes"
+ip netns exec ns2 $devmem rx --iface dtb --queue $q --port 5001 --steer --bytes "$bytes" \
+	--pattern 42 > /tmp/rx.out 2> /tmp/rx.err &
 rx=$!
-for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
-ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n "$bytes" -s 42
-wait $rx || { cat /tmp/rx.out; fail "the devmem stream did not arrive intact"; }
-grep -v listening /tmp/rx.out
+for _ in $(seq 100); do grep -q listening /tmp/rx.err && break; sleep 0.1; done
+ip netns exec ns1 $devmem tx --iface dta --addr 10.99.0.2 --port 5001 --bytes "$bytes" \
+	--pattern 42 || fail "the devmem sender failed"
+wait $rx || { cat /tmp/rx.err /tmp/rx.out; fail "the devmem stream did not arrive intact"; }
+grep -v listening /tmp/rx.err
+cat /tmp/rx.out
 
 echo
-echo "== where it landed (dtb receive queues)"
-printf '%-6s %12s %14s %14s\n' queue frames bytes split-frames
-ip netns exec ns2 ethtool -S dtb | awk '
-	match($1, /^rx[0-9]+_/) {
-		q = substr($1, 3, RLENGTH - 3); k = substr($1, RLENGTH + 1); sub(/:$/, "", k)
-		v[q, k] = $2; qs[q] = 1
-	}
-	END {
-		for (q = 0; (q in qs); q++)
-			if (v[q, "packets"] > 0)
-				printf "rx%-4d %12d %14d %14d\n", q, v[q, "packets"], v[q, "bytes"], v[q, "split_packets"]
-	}'
+echo "== where it landed: devmem nic show dtb"
+ip netns exec ns2 $devmem nic show dtb
+
 echo
-echo "Queue $q split every data frame: TCP headers went to host-memory header"
-echo "buffers, the payload into the dma-buf, which the receiver read through"
-echo "mmap (recvmsg with MSG_SOCK_DEVMEM returned dma-buf offsets, not bytes)."
+echo "The sender's NIC read the payload straight from its dma-buf (sendmsg with"
+echo "MSG_ZEROCOPY and a dmabuf id); queue $q of the receiver split every frame:"
+echo "TCP headers went to host-memory header buffers, the payload into the"
+echo "receiver's dma-buf, which it read through mmap (recvmsg with MSG_SOCK_DEVMEM"
+echo "returned dma-buf offsets, not bytes)."
+
+echo
+echo "== devmem nic teardown dtb"
+ip netns exec ns2 $devmem nic teardown dtb || fail "teardown failed"
 ip netns del ns1
 ip netns del ns2
