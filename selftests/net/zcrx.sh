@@ -114,7 +114,11 @@ check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
 echo "queue $q alloc_fail during the 1 MiB runs: $(( $(stat rx${q}_alloc_fail) - fails0 ))"
 
 # Unregistered: no page pool left behind, plain TCP on queue 3 again.
-for _ in $(seq 30); do [ "$(pools)" = "$pools0" ] && break; sleep 1; done
+for _ in $(seq 30); do
+	softirq_each_cpu ns2
+	[ "$(pools)" = "$pools0" ] && break
+	sleep 1
+done
 echo "after: $(pools) page pools"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 qbytes0=$(stat rx${q}_bytes)
