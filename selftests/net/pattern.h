@@ -53,4 +53,30 @@ static inline void pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_
 	}
 }
 
+/*
+ * Checks @len received bytes at stream offset @off: adds the bytes that
+ * differ from the pattern to *@bad and, for the first of all, records its
+ * offset in *@first_bad.
+ */
+static inline void pattern_check(const uint8_t *data, size_t len, uint64_t seed, uint64_t off,
+				 uint64_t *bad, uint64_t *first_bad)
+{
+	uint8_t want[4096];
+
+	while (len) {
+		size_t n = len < sizeof(want) ? len : sizeof(want);
+
+		pattern_fill(want, n, seed, off);
+		if (memcmp(data, want, n)) {
+			for (size_t i = 0; i < n; i++) {
+				if (data[i] != want[i] && !(*bad)++)
+					*first_bad = off + i;
+			}
+		}
+		off += n;
+		data += n;
+		len -= n;
+	}
+}
+
 #endif /* SELFTESTS_NET_PATTERN_H */

@@ -108,22 +108,8 @@ static void die_ret(const char *what, int ret)
 
 static void check_payload(struct rx_stats *st, const uint8_t *data, size_t len, uint64_t seed)
 {
-	static uint8_t want[64 * 1024];
-
-	while (len) {
-		size_t n = len < sizeof(want) ? len : sizeof(want);
-
-		pattern_fill(want, n, seed, st->offset);
-		if (memcmp(data, want, n)) {
-			for (size_t i = 0; i < n; i++) {
-				if (data[i] != want[i] && !st->bad++)
-					st->first_bad = st->offset + i;
-			}
-		}
-		st->offset += n;
-		data += n;
-		len -= n;
-	}
+	pattern_check(data, len, seed, st->offset, &st->bad, &st->first_bad);
+	st->offset += len;
 }
 
 static void ring_init(struct zcrx *z)

@@ -592,26 +592,6 @@ struct rx_totals {
 	uint64_t bytes, dmabuf_bytes, linear_bytes, frags, bad, first_bad;
 };
 
-/* Checks @len bytes at stream offset @off against the pattern. */
-static void check_pattern(struct rx_totals *t, const uint8_t *data, size_t len, uint64_t seed,
-			  uint64_t off)
-{
-	static uint8_t want[64 * 1024];
-
-	while (len) {
-		size_t n = len < sizeof(want) ? len : sizeof(want);
-
-		pattern_fill(want, n, seed, off);
-		if (memcmp(data, want, n))
-			for (size_t i = 0; i < n; i++)
-				if (data[i] != want[i] && !t->bad++)
-					t->first_bad = off + i;
-		off += n;
-		data += n;
-		len -= n;
-	}
-}
-
 static void write_all(int fd, const void *buf, size_t len)
 {
 	while (len) {
@@ -655,7 +635,8 @@ static void sink_bytes(struct sink *k, const uint8_t *data, uint64_t off, uint32
 				p = copy;
 			}
 			if (k->o->have_pattern)
-				check_pattern(&k->t, p, c, k->o->seed, k->t.bytes + done);
+				pattern_check(p, c, k->o->seed, k->t.bytes + done, &k->t.bad,
+					      &k->t.first_bad);
 			if (k->out >= 0)
 				write_all(k->out, p, c);
 			done += c;
