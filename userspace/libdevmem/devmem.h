@@ -47,6 +47,7 @@ enum devmem_mem_kind {
 	DEVMEM_MEM_UDMABUF,	/* host pages of a sealed memfd */
 	DEVMEM_MEM_HEAP,	/* a /dev/dma_heap heap */
 	DEVMEM_MEM_CUDA,	/* CUDA device memory */
+	DEVMEM_MEM_IMPORT,	/* a dma-buf fd from elsewhere (devmem_mem_import) */
 };
 
 /* devmem_mem_udmabuf() flags */
@@ -64,6 +65,12 @@ int devmem_mem_heap(struct devmem_mem **out, const char *heap, size_t size);
  * and says why.
  */
 int devmem_mem_cuda(struct devmem_mem **out, int device, size_t size);
+/*
+ * Wraps a dma-buf fd made elsewhere (received over a socket): the fd is
+ * duplicated, the caller keeps its own. -EBADF when @fd is not a dma-buf.
+ * Not mapped: CPU access to it fails.
+ */
+int devmem_mem_import(struct devmem_mem **out, int fd);
 /* Frees the memory; the dma-buf lives on while the kernel still uses it. */
 void devmem_mem_free(struct devmem_mem *mem);
 
