@@ -53,7 +53,7 @@ check "both clients gone: no rule left" within_1s test "$(rules)" = 0
 check "... no binding left" within_1s test "$(bound_queues)" = 0
 
 # A client holding a buffer and a flow; ownership checks from another.
-as_user 1000 $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
+"${U1000[@]}" $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
 ph=$!
 wait_for /tmp/hold.out ready
 cat /tmp/hold.out
@@ -111,7 +111,7 @@ echo "$out"
 check "... rdpmd still runs" kill -0 $RDPMD_PID
 
 # Drain and link down: the holder is told, its state dropped.
-as_user 1000 $CLIENT hold dtb 5200 > /tmp/hold.out 2>&1 &
+"${U1000[@]}" $CLIENT hold dtb 5200 > /tmp/hold.out 2>&1 &
 ph=$!
 wait_for /tmp/hold.out ready
 out=$(as_user 1000 $RDPMCTL -s $RDPM_SOCKET drain dtb 2>&1)
@@ -121,7 +121,7 @@ check "rdpmctl drain dtb (root)" b $RDPMCTL -s $RDPM_SOCKET drain dtb
 check "... the client gets a DRAINED event" wait_for /tmp/hold.out "event 3 .* dtb"
 check "... its rule and binding are gone" within_1s test "$(rules)$(bound_queues)" = 00
 kill $ph; wait $ph 2> /dev/null
-as_user 1000 $CLIENT hold dtb 5300 > /tmp/hold.out 2>&1 &
+"${U1000[@]}" $CLIENT hold dtb 5300 > /tmp/hold.out 2>&1 &
 ph=$!
 wait_for /tmp/hold.out ready
 b ip link set dtb down

@@ -10,7 +10,7 @@
 rdpm_setup
 before=$(snapshot)
 check "rdpmd starts" start_rdpmd
-as_user 1000 $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
+"${U1000[@]}" $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
 ph=$!
 check "a client holds a flow" wait_for /tmp/hold.out ready
 check "... one rule" test "$(rules)" = 1

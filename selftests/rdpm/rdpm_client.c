@@ -373,7 +373,8 @@ static int do_malformed(void)
 #define EXPECT(what, err, call) do {						\
 	r = (call);								\
 	if (r == (err)) {							\
-		printf("ok: %s -> %s: %s\n", what, strerror(err), text);	\
+		printf("ok: %s -> %s: %s\n", what, err == 1 ? "success" :	\
+		       strerror(err), text);					\
 	} else {								\
 		printf("FAIL: %s -> %d (%s), wanted %s\n", what, r, text, strerror(err)); \
 		fails++;							\

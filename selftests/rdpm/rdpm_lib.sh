@@ -13,6 +13,9 @@ b() { ip netns exec ns2 "$@"; }
 a() { ip netns exec ns1 "$@"; }
 # As uid 1000 (allowed by the test configuration) or another uid.
 as_user() { local uid=$1; shift; ip netns exec ns2 setpriv --reuid "$uid" --regid "$uid" --clear-groups "$@"; }
+# The same as a command prefix, for processes started with & whose pid is
+# signalled: a backgrounded shell function would be a subshell's pid.
+U1000=(ip netns exec ns2 setpriv --reuid 1000 --regid 1000 --clear-groups)
 snapshot() { for o in -g -l -k -x -n; do b ethtool $o dtb 2>&1; done | grep -v "^Features for\|fixed\]"; }
 rules() { b ethtool -n dtb | sed -n 's/^Total \([0-9]*\) rules.*/\1/p'; }
 ifindex() { b cat /sys/class/net/dtb/ifindex; }
@@ -39,7 +42,7 @@ CONF
 # Starts rdpmd in ns2; waits for it to listen.
 RDPMD_PID=
 start_rdpmd() {
-	b $RDPMD -c $RDPM_CONF 2>> $RDPM_LOG &
+	ip netns exec ns2 $RDPMD -c $RDPM_CONF 2>> $RDPM_LOG &
 	RDPMD_PID=$!
 	for _ in $(seq 100); do
 		[ -S $RDPM_SOCKET ] && grep -q "<6>ready" $RDPM_LOG && return 0
