@@ -279,20 +279,26 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 	if (!may_use(c, &n->conf))
 		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not use %s (users/groups "
 					"of [nic %s] in %s)", c->uid, ifname, ifname, conf_path);
-	if (!n->nic)
-		return (void)reply_err(c, &m->hdr, -ENODEV, "%s is absent or could not be set "
-					"up (see rdpmd's log)", ifname);
-	if (!n->up)
-		return (void)reply_err(c, &m->hdr, -ENETDOWN, "%s is down", ifname);
 	if (fstat(fd, &st))
 		return (void)reply_err(c, &m->hdr, -errno, "fstat of the fd: %m");
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+	/* The request is checked before the NIC's state: bad input gets the
+	 * same answer whatever the NIC is doing. */
 	err = devmem_mem_import(&b->mem, fd);
 	if (err) {
 		free(b);
 		return (void)reply_err(c, &m->hdr, err, "%s", devmem_last_error());
+	}
+	if (!n->nic) {
+		err = reply_err(c, &m->hdr, -ENODEV, "%s is absent or could not be set up (see "
+				"rdpmd's log)", ifname);
+		goto fail;
+	}
+	if (!n->up) {
+		err = reply_err(c, &m->hdr, -ENETDOWN, "%s is down", ifname);
+		goto fail;
 	}
 	size = devmem_mem_size(b->mem);
 	for (it = bindings; it; it = it->next) {
