@@ -24,8 +24,10 @@ modules: provision
 
 userspace: provision
 	@$(MAKE) -s -C userspace
+	@$(MAKE) -s -C rdpm
 	@$(MAKE) -s -C selftests/net
 	@$(MAKE) -s -C selftests/libdevmem
+	@$(MAKE) -s -C selftests/rdpm
 
 check: all
 	@selftests/check
@@ -44,6 +46,8 @@ clean:
 		for d in $(MODULE_DIRS); do selftests/vm/kbuild $$d clean -s; done; \
 	fi
 	@$(MAKE) -s -C userspace clean
+	@$(MAKE) -s -C rdpm clean
+	@$(MAKE) -s -C selftests/rdpm clean
 	@$(MAKE) -s -C selftests/net clean
 	@$(MAKE) -s -C selftests/libdevmem clean
 

@@ -24,7 +24,7 @@ for page in man3/*.3; do
 done
 [ $n -gt 0 ] || { echo "FAIL: no man pages"; exit 1; }
 # Every function libdevmem exports has its page.
-for sym in $(sed -n 's/^\t\t\(devmem_[a-z0-9_]*\);$/\1/p' "$src/../libdevmem.map"); do
+for sym in $(sed -n 's/^\t\t\([a-z][a-z0-9_]*\);$/\1/p' "$src/../libdevmem.map"); do
 	[ -f "man3/$sym.3" ] || { echo "FAIL: $sym has no man page"; fails=$((fails + 1)); }
 done
 # The devmem tool's page.

@@ -47,6 +47,7 @@ enum devmem_mem_kind {
 	DEVMEM_MEM_UDMABUF,	/* host pages of a sealed memfd */
 	DEVMEM_MEM_HEAP,	/* a /dev/dma_heap heap */
 	DEVMEM_MEM_CUDA,	/* CUDA device memory */
+	DEVMEM_MEM_IMPORT,	/* a dma-buf fd from elsewhere (devmem_mem_import) */
 };
 
 /* devmem_mem_udmabuf() flags */
@@ -64,6 +65,12 @@ int devmem_mem_heap(struct devmem_mem **out, const char *heap, size_t size);
  * and says why.
  */
 int devmem_mem_cuda(struct devmem_mem **out, int device, size_t size);
+/*
+ * Wraps a dma-buf fd made elsewhere (received over a socket): the fd is
+ * duplicated, the caller keeps its own. -EBADF when @fd is not a dma-buf.
+ * Not mapped: CPU access to it fails.
+ */
+int devmem_mem_import(struct devmem_mem **out, int fd);
 /* Frees the memory; the dma-buf lives on while the kernel still uses it. */
 void devmem_mem_free(struct devmem_mem *mem);
 
@@ -334,6 +341,65 @@ int devmem_zcrx_wait(struct devmem_zcrx *z, struct devmem_zcrx_chunk *chunks, un
 		     int timeout_ms);
 /* Hands a chunk's buffer back through the refill ring. */
 int devmem_zcrx_release(struct devmem_zcrx *z, const struct devmem_zcrx_chunk *chunk);
+
+/* -------------------------------------------------------------------- rdpm */
+
+/*
+ * Clients of rdpmd, the receive data path manager (Documentation/rdpm.rst):
+ * it binds dma-bufs to reserved RX queues and steers flows to them for
+ * applications without CAP_NET_ADMIN. Everything a client holds is released
+ * when it closes (or dies). Without a daemon, a caller with CAP_NET_ADMIN
+ * gets the same set-up done in-process, undone by rdpm_close().
+ */
+struct rdpm_client;
+
+#define RDPM_QUEUES_MAX		32
+
+struct rdpm_buffer {
+	uint32_t handle;		/* for rdpm_steer() and rdpm_unregister() */
+	uint32_t dmabuf_id;		/* in the cmsgs of data received into it */
+	unsigned int nqueues;
+	unsigned int queues[RDPM_QUEUES_MAX];	/* the RX queues it is bound to */
+};
+
+/* Events rdpmd pushes: the buffer (handle) is gone, its flows with it. */
+enum rdpm_event_type {
+	RDPM_EVENT_LINK_DOWN = 1,	/* the NIC went down */
+	RDPM_EVENT_REMOVED = 2,		/* the NIC disappeared */
+	RDPM_EVENT_DRAINED = 3,		/* an administrator drained the NIC */
+	RDPM_EVENT_CONFIG = 4,		/* the configuration no longer allows it */
+};
+
+struct rdpm_event_info {
+	unsigned int event;		/* enum rdpm_event_type */
+	uint32_t handle;
+	char ifname[16];
+};
+
+/* Connects to rdpmd at @path (NULL: /run/rdpm/rdpm.sock). */
+int rdpm_connect(struct rdpm_client **out, const char *path);
+/* Whether the calls run in-process (no daemon). */
+bool rdpm_in_process(const struct rdpm_client *c);
+/* The socket, to poll for events; -1 in-process. */
+int rdpm_fd(const struct rdpm_client *c);
+/*
+ * Binds @mem to @nqueues (0: the NIC's default) reserved RX queues of
+ * @ifname; @mem must stay alive until rdpm_unregister() or rdpm_close().
+ */
+int rdpm_register_buffer(struct rdpm_client *c, const char *ifname, struct devmem_mem *mem,
+			 unsigned int nqueues, struct rdpm_buffer *out);
+/* Steers @flow to the least-loaded queue of buffer @handle: the queue in
+ * @queue, the flow's id (for rdpm_unsteer()) in @flow_id. */
+int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,
+	       unsigned int *queue, uint32_t *flow_id);
+int rdpm_unsteer(struct rdpm_client *c, uint32_t flow_id);
+/* Unbinds buffer @handle, removing its flows. */
+int rdpm_unregister(struct rdpm_client *c, uint32_t handle);
+/* The next event: 1 with @ev, 0 when none came within @timeout_ms. */
+int rdpm_next_event(struct rdpm_client *c, struct rdpm_event_info *ev, int timeout_ms);
+/* Closes the connection; rdpmd (or, in-process, this call) releases
+ * every buffer and flow of the client. */
+void rdpm_close(struct rdpm_client *c);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -297,6 +299,29 @@ DEVMEM_EXPORT int devmem_mem_cuda(struct devmem_mem **out, int device, size_t si
 	return 0;
 }
 
+DEVMEM_EXPORT int devmem_mem_import(struct devmem_mem **out, int fd)
+{
+	struct statfs sfs;
+	off_t size;
+	int dup_fd;
+
+	if (!out)
+		return devmem_fail(-EINVAL, "devmem_mem_import: out is NULL");
+	/* Anything else (a memfd, a socket) would only fail later in bind-rx. */
+	if (fstatfs(fd, &sfs))
+		return devmem_fail_errno(-errno, "fd %d", fd);
+	if (sfs.f_type != DMA_BUF_MAGIC)
+		return devmem_fail(-EBADF, "fd %d is not a dma-buf", fd);
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0)
+		return devmem_fail_errno(size ? -errno : -EINVAL, "dma-buf fd %d: its size", fd);
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup_fd < 0)
+		return devmem_fail_errno(-errno, "dma-buf fd %d: dup", fd);
+	/* Not mapped: an importer may not be allowed to (CUDA memory). */
+	return new_mem(out, DEVMEM_MEM_IMPORT, dup_fd, size, false);
+}
+
 DEVMEM_EXPORT void devmem_mem_free(struct devmem_mem *mem)
 {
 	if (!mem)
@@ -330,6 +355,7 @@ static const char *kind_name(const struct devmem_mem *mem)
 	case DEVMEM_MEM_UDMABUF: return "udmabuf";
 	case DEVMEM_MEM_HEAP: return "dma-heap buffer";
 	case DEVMEM_MEM_CUDA: return "CUDA memory";
+	case DEVMEM_MEM_IMPORT: return "imported dma-buf";
 	}
 	return "memory";
 }
@@ -401,6 +427,8 @@ static int copy(struct devmem_mem *mem, uint64_t off, void *buf, size_t len, boo
 		return devmem_fail(-EINVAL, "%s: %zu bytes from or to a NULL buffer", fn, len);
 	if (mem->cuda)
 		return devmem_cuda_copy(mem->cuda, off, buf, len, write);
+	if (!mem->map)
+		return devmem_fail(-EOPNOTSUPP, "%s: %s has no CPU mapping", fn, kind_name(mem));
 	ret = sync_buf(mem, dir, true);
 	if (ret)
 		return ret;

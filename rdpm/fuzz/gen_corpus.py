@@ -1,0 +1,34 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Seed corpus of the parser fuzzer: one well-formed request of each type
+(and a few near misses). Byte 0 is the fd count the fuzzer attaches."""
+import os
+import struct
+import sys
+
+MAGIC, VER = 0x4d504452, 1
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def msg(name, fds, typ, body, version=VER, length=None):
+    hdr = struct.pack("<IHHII", MAGIC, version, typ, length or 16 + len(body), 1)
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(bytes([fds]) + hdr + body)
+
+
+ifname = b"eth1".ljust(16, b"\0")
+v4 = bytes([10, 99, 0, 2]) + bytes(12)
+v6 = bytes(15) + b"\1"
+msg("hello", 0, 1, struct.pack("<HHI", 1, 1, 0))
+msg("hello_v9", 0, 1, struct.pack("<HHI", 1, 9, 0), version=9)
+msg("register", 1, 2, ifname + struct.pack("<II", 2, 0))
+msg("register_nofd", 0, 2, ifname + struct.pack("<II", 0, 0))
+msg("steer4", 0, 3, struct.pack("<IB3x", 1, 2) + bytes(16) + v4 + struct.pack("<HH", 0, 5000))
+msg("steer6", 0, 3, struct.pack("<IB3x", 1, 10) + v6 + v6 + struct.pack("<HH", 40000, 5000))
+msg("unsteer", 0, 4, struct.pack("<I", 1))
+msg("unregister", 0, 5, struct.pack("<I", 1))
+msg("status", 0, 6, struct.pack("<I", 1))
+msg("drain", 0, 7, ifname)
+msg("reload", 0, 8, b"")
+msg("bad_length", 0, 1, struct.pack("<HHI", 1, 1, 0), length=100)

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/* rdpm_parse(): every request type accepted when well-formed, and each way
+ * a request can be malformed refused with its errno. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "check.h"
+#include "proto.h"
+
+struct pkt {
+	struct rdpm_hdr h;
+	unsigned char body[RDPM_MAX_MSG + 64];
+};
+
+static size_t mk(struct pkt *p, uint16_t type, const void *body, size_t blen)
+{
+	memset(p, 0, sizeof(*p));
+	p->h = (struct rdpm_hdr){ RDPM_MAGIC, RDPM_VERSION, type, sizeof(p->h) + blen, 42 };
+	if (body)
+		memcpy(p->body, body, blen);
+	return sizeof(p->h) + blen;
+}
+
+static int parse(const struct pkt *p, size_t len, int nfds, struct rdpm_msg *m)
+{
+	const char *why = NULL;
+	int r = rdpm_parse(p, len, nfds, m, &why);
+
+	CHECK(why && (r == 0 || why[0]), "an error without a reason (%d)", r);
+	return r;
+}
+
+int main(void)
+{
+	struct rdpm_hello hello = { 1, 1, 0 };
+	struct rdpm_register reg = { .ifname = "eth1", .nqueues = 2 };
+	struct rdpm_steer st = { .handle = 3, .family = AF_INET, .dport = 5000 };
+	struct rdpm_unsteer un = { 9 };
+	struct rdpm_status status = { RDPM_STATUS_JSON };
+	struct rdpm_msg m;
+	struct pkt p;
+	size_t len;
+
+	/* Well-formed requests. */
+	len = mk(&p, RDPM_HELLO, &hello, sizeof(hello));
+	CHECK(parse(&p, len, 0, &m) == 0 && m.hdr.id == 42, "hello");
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == 0 && m.u.reg.nqueues == 2, "register");
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == 0 && m.u.steer.dport == 5000, "steer");
+	st.family = AF_INET6;
+	st.src[15] = 1;
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == 0, "steer v6");
+	len = mk(&p, RDPM_UNSTEER, &un, sizeof(un));
+	CHECK(parse(&p, len, 0, &m) == 0 && m.u.unsteer.flow == 9, "unsteer");
+	len = mk(&p, RDPM_STATUS, &status, sizeof(status));
+	CHECK(parse(&p, len, 0, &m) == 0, "status");
+	len = mk(&p, RDPM_RELOAD, NULL, 0);
+	CHECK(parse(&p, len, 0, &m) == 0, "reload");
+
+	/* Header problems. */
+	len = mk(&p, RDPM_HELLO, &hello, sizeof(hello));
+	CHECK(parse(&p, 0, 0, &m) == -EPROTO && m.hdr.magic == 0, "empty");
+	CHECK(parse(&p, sizeof(p.h) - 1, 0, &m) == -EPROTO, "short header");
+	CHECK(parse(&p, len - 1, 0, &m) == -EPROTO && m.hdr.id == 42,
+	      "truncated body (length mismatch), id still echoed");
+	p.h.magic++;
+	CHECK(parse(&p, len, 0, &m) == -EPROTO, "magic");
+	len = mk(&p, RDPM_HELLO, NULL, RDPM_MAX_MSG);
+	CHECK(parse(&p, len, 0, &m) == -EMSGSIZE, "oversized");
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	p.h.version = 2;
+	CHECK(parse(&p, len, 0, &m) == -EPROTONOSUPPORT, "version");
+	len = mk(&p, RDPM_HELLO, &hello, sizeof(hello));
+	p.h.version = 9;
+	CHECK(parse(&p, len, 0, &m) == 0, "HELLO takes any header version");
+	len = mk(&p, 0, NULL, 0);
+	CHECK(parse(&p, len, 0, &m) == -EOPNOTSUPP, "type 0");
+	len = mk(&p, RDPM_TYPE_MAX + 1, NULL, 0);
+	CHECK(parse(&p, len, 0, &m) == -EOPNOTSUPP, "type max+1");
+	len = mk(&p, RDPM_HELLO | RDPM_REPLY, &hello, sizeof(hello));
+	CHECK(parse(&p, len, 0, &m) == -EOPNOTSUPP, "a reply sent as a request");
+	len = mk(&p, RDPM_HELLO, NULL, sizeof(hello) + 1);
+	CHECK(parse(&p, len, 0, &m) == -EBADMSG, "body too long");
+
+	/* Descriptors. */
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "register without fd");
+	CHECK(parse(&p, len, 2, &m) == -EINVAL, "register with two fds");
+	len = mk(&p, RDPM_UNSTEER, &un, sizeof(un));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "fd on unsteer");
+
+	/* Fields. */
+	hello.flags = 1;
+	len = mk(&p, RDPM_HELLO, &hello, sizeof(hello));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "hello flags");
+	hello = (struct rdpm_hello){ 2, 1, 0 };
+	len = mk(&p, RDPM_HELLO, &hello, sizeof(hello));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "hello range");
+	memset(reg.ifname, 'a', sizeof(reg.ifname));
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "unterminated name");
+	memset(reg.ifname, 0, sizeof(reg.ifname));
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "empty name");
+	strcpy(reg.ifname, "a/b");
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "slash in name");
+	memset(reg.ifname, 0, sizeof(reg.ifname));
+	strcpy(reg.ifname, "eth1");
+	reg.ifname[10] = 'x';
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "bytes after the name's NUL");
+	reg.ifname[10] = 0;
+	reg.nqueues = RDPM_MAX_QUEUES + 1;
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "too many queues");
+	st = (struct rdpm_steer){ .handle = 3, .family = AF_INET, .dport = 5000 };
+	st.family = 7;
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == -EAFNOSUPPORT, "family");
+	st.family = AF_INET;
+	st.pad[1] = 1;
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "pad");
+	st.pad[1] = 0;
+	st.dst[5] = 1;
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "v4 address tail");
+	st.dst[5] = 0;
+	st.dport = 0;
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "port 0");
+	st.dport = 1;
+	st.handle = 0;
+	len = mk(&p, RDPM_STEER, &st, sizeof(st));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "handle 0");
+	un.flow = 0;
+	len = mk(&p, RDPM_UNSTEER, &un, sizeof(un));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "flow 0");
+	status.flags = 2;
+	len = mk(&p, RDPM_STATUS, &status, sizeof(status));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "status flags");
+	return check_done("t_proto");
+}

@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rdpmd on a devtcp pair with real clients (selftests/rdpm/rdpm_client, the
+# libdevmem rdpm API): the reservation it makes and undoes, two clients with
+# their own dma-bufs receiving only their own validated streams, cleanup
+# when a client is SIGKILLed, ownership, an unauthorised uid, privileged
+# ports, 1000 steer/unsteer cycles, quotas, malformed messages, drain, link
+# down, rdpmctl status.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/rdpm_lib.sh"
+
+bytes=${RDPM_TEST_BYTES:-20000000}
+rdpm_setup
+before=$(snapshot)
+check "rdpmd starts" start_rdpmd
+check "... header split is on" grep -q "TCP data split:.*on" <<< "$(b ethtool -g dtb)"
+check "... ntuple is on" grep -q "ntuple-filters: on" <<< "$(b ethtool -k dtb)"
+indir() {
+	local c=()
+	[ "$1" != 0 ] && c=(context "$1")
+	b ethtool -x dtb "${c[@]}" | awk '/^RSS hash key/ { exit }
+		/^ *[0-9]+:/ { for (i = 2; i <= NF; i++) print $i }' | sort -un | tr '\n' ' '
+}
+check "... the main RSS table spreads over queues 0-3" test "$(indir 0)" = "0 1 2 3 "
+ctx=$(sed -n 's/.*RSS context \([0-9]*\).*/\1/p' $RDPM_LOG | head -1)
+check "... an RSS context ($ctx) spans reserved queues 4-7" test "$(indir "$ctx")" = "4 5 6 7 "
+check "... and logs with syslog priority prefixes" grep -q "^<6>dtb: queues 4-7 reserved" $RDPM_LOG
+
+# Two clients, root and uid 1000, separate dma-bufs on one NIC.
+b $CLIENT recv dtb 5001 $bytes 21 > /tmp/c1.out 2> /tmp/c1.err &
+p1=$!
+as_user 1000 $CLIENT recv dtb 5002 $bytes 22 > /tmp/c2.out 2> /tmp/c2.err &
+p2=$!
+wait_for /tmp/c1.err listening && wait_for /tmp/c2.err listening
+cat /tmp/c1.err /tmp/c2.err
+check "two clients got different queues" test \
+	"$(sed -n 's/.*queue \([0-9]*\),.*/\1/p' /tmp/c1.err)" != \
+	"$(sed -n 's/.*queue \([0-9]*\),.*/\1/p' /tmp/c2.err)"
+check "... two rules steer their ports" test "$(rules)" = 2
+check "... four queues are bound" test "$(bound_queues)" = 4
+a /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n $bytes -s 21 > /dev/null &
+s1=$!
+a /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5002 -n $bytes -s 22 > /dev/null &
+s2=$!
+wait $s1 $s2
+wait $p1; r1=$?
+wait $p2; r2=$?
+cat /tmp/c1.out /tmp/c1.err /tmp/c2.out /tmp/c2.err
+check "client 1 (root) received its stream into its own dma-buf, validated" test $r1 = 0
+check "client 2 (uid 1000) received its stream into its own dma-buf, validated" test $r2 = 0
+check "... neither saw the other's data" grep -q "0 mismatched, 0 in another" /tmp/c2.out
+check "both clients gone: no rule left" within_1s test "$(rules)" = 0
+check "... no binding left" within_1s test "$(bound_queues)" = 0
+
+# A client holding a buffer and a flow; ownership checks from another.
+"${U1000[@]}" $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
+ph=$!
+wait_for /tmp/hold.out ready
+cat /tmp/hold.out
+read -r _ _ handle _ flow _ <<< "$(grep ready /tmp/hold.out)"
+json=$(as_user 1000 $RDPMCTL -s $RDPM_SOCKET status --json)
+echo "$json"
+check "rdpmctl status --json lists the binding, its flow and the client" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+n = d['nics'][0]
+assert n['name'] == 'dtb' and n['up'] and n['rss_ctx'] > 0, n
+assert [q['queue'] for q in n['reserved']] == [4, 5, 6, 7], n
+b = [b for b in n['bindings'] if b['handle'] == int(sys.argv[2])][0]
+assert b['uid'] == 1000 and len(b['queues']) == 2, b
+assert [f['dport'] for f in b['flows']] == [5100], b
+assert any(c['uid'] == 1000 for c in d['clients']), d
+" "$json" "$handle"
+b $RDPMCTL -s $RDPM_SOCKET status
+out=$(as_user 1000 $CLIENT steal dtb 5100 "$handle" "$flow" 2>&1)
+check "another client cannot take, steer to, unsteer or unregister what is not its own" test $? = 0
+echo "$out"
+check "the holder's rule is still there" test "$(rules)" = 1
+kill -KILL $ph
+wait $ph 2> /dev/null
+check "SIGKILLed client: its rule is gone within 1 s" within_1s test "$(rules)" = 0
+check "... and its binding" within_1s test "$(bound_queues)" = 0
+
+out=$(as_user 1001 $CLIENT register dtb 2>&1)
+check "an unauthorised uid (1001) is refused" test $? = 1
+echo "$out"
+check "... saying why" grep -q "uid 1001 may not use dtb" <<< "$out"
+out=$(as_user 1000 $CLIENT lowport dtb 80 2>&1)
+check "uid 1000 may not steer port 80" test $? = 1
+echo "$out"
+check "... saying why" grep -q "may not steer port 80" <<< "$out"
+out=$(b $CLIENT lowport dtb 80 2>&1)
+check "root may" test $? = 0
+echo "$out"
+
+out=$(as_user 1000 $CLIENT cycles dtb 1000 2>&1)
+check "1000 steer/unsteer cycles" test $? = 0
+echo "$out"
+check "... leave no rule" within_1s test "$(rules)" = 0
+check "... and no binding" within_1s test "$(bound_queues)" = 0
+
+out=$(as_user 1000 $CLIENT quota dtb 2>&1)
+check "quotas: max_rules, max_bytes and a duplicate dma-buf refused clearly" test $? = 0
+echo "$out"
+check "... max_rules named" grep -q "quota: 16 flow rules on dtb" <<< "$out"
+check "... no rule left" within_1s test "$(rules)" = 0
+
+out=$(as_user 1000 $CLIENT malformed 2>&1)
+check "malformed, truncated, oversized, out-of-order messages get error replies" test $? = 0
+echo "$out"
+check "... rdpmd still runs" kill -0 $RDPMD_PID
+
+# Drain and link down: the holder is told, its state dropped.
+"${U1000[@]}" $CLIENT hold dtb 5200 > /tmp/hold.out 2>&1 &
+ph=$!
+wait_for /tmp/hold.out ready
+out=$(as_user 1000 $RDPMCTL -s $RDPM_SOCKET drain dtb 2>&1)
+check "drain needs an admin" test $? = 1
+echo "$out"
+check "rdpmctl drain dtb (root)" b $RDPMCTL -s $RDPM_SOCKET drain dtb
+check "... the client gets a DRAINED event" wait_for /tmp/hold.out "event 3 .* dtb"
+check "... its rule and binding are gone" within_1s test "$(rules)$(bound_queues)" = 00
+kill $ph; wait $ph 2> /dev/null
+"${U1000[@]}" $CLIENT hold dtb 5300 > /tmp/hold.out 2>&1 &
+ph=$!
+wait_for /tmp/hold.out ready
+b ip link set dtb down
+check "link down: the client gets a LINK_DOWN event" wait_for /tmp/hold.out "event 1 .* dtb"
+check "... its rule and binding are gone" within_1s test "$(rules)$(bound_queues)" = 00
+out=$(as_user 1000 $CLIENT register dtb 2>&1)
+check "... registering on the down NIC is refused" grep -q "dtb is down" <<< "$out"
+b ip link set dtb up
+check "link up: registering works again" as_user 1000 $CLIENT register dtb
+kill $ph; wait $ph 2> /dev/null
+
+check "rdpmctl reload" b $RDPMCTL -s $RDPM_SOCKET reload
+check "rdpmd exits cleanly on SIGTERM" stop_rdpmd
+after=$(snapshot)
+check "... restoring rings, channels, features, RSS and rules exactly" test "$before" = "$after"
+[ "$before" = "$after" ] || diff <(echo "$before") <(echo "$after")
+check "... and removing its state file" test ! -e /tmp/rdpm/state/dtb.state
+echo "--- rdpmd log"
+cat $RDPM_LOG
+rdpm_cleanup
+finish

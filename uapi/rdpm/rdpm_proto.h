@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The RDPM wire protocol: rdpmd <-> clients over a Unix-domain
+ * SOCK_SEQPACKET socket (default /run/rdpm/rdpm.sock). One message per
+ * packet: a fixed header, then a body whose layout the type fixes. All
+ * integers are in host byte order (the socket is local); structures have
+ * no implicit padding, explicit pad fields must be zero.
+ *
+ * Requests carry a client-chosen id that the reply (type | RDPM_REPLY) or
+ * error (RDPM_ERROR) repeats. Events (RDPM_EVENT) are pushed with id 0.
+ * The first request must be HELLO. See Documentation/rdpm.rst.
+ */
+#ifndef RDPM_PROTO_H
+#define RDPM_PROTO_H
+
+#include <stdint.h>
+
+#define RDPM_MAGIC		0x4d504452u	/* "RDPM" in memory on little-endian */
+#define RDPM_VERSION		1
+#define RDPM_MAX_MSG		1024		/* requests and their replies */
+#define RDPM_MAX_STATUS		(256 * 1024)	/* a STATUS reply */
+#define RDPM_IFNAMSIZ		16
+#define RDPM_MAX_QUEUES		32		/* per binding */
+#define RDPM_DEFAULT_SOCKET	"/run/rdpm/rdpm.sock"
+
+struct rdpm_hdr {
+	uint32_t magic;		/* RDPM_MAGIC */
+	uint16_t version;	/* RDPM_VERSION (HELLO: the sender's highest) */
+	uint16_t type;		/* enum rdpm_type */
+	uint32_t length;	/* of the whole message, header included */
+	uint32_t id;		/* request id, echoed in the reply */
+};
+
+enum rdpm_type {
+	RDPM_HELLO = 1,		/* rdpm_hello -> rdpm_hello_reply */
+	RDPM_REGISTER = 2,	/* rdpm_register + SCM_RIGHTS fd -> rdpm_register_reply */
+	RDPM_STEER = 3,		/* rdpm_steer -> rdpm_steer_reply */
+	RDPM_UNSTEER = 4,	/* rdpm_unsteer -> empty */
+	RDPM_UNREGISTER = 5,	/* rdpm_unregister -> empty (its flows go too) */
+	RDPM_STATUS = 6,	/* rdpm_status -> text (JSON with RDPM_STATUS_JSON) */
+	RDPM_DRAIN = 7,		/* rdpm_drain -> empty; admin only */
+	RDPM_RELOAD = 8,	/* empty -> empty; admin only */
+	RDPM_TYPE_MAX = RDPM_RELOAD,
+
+	RDPM_ERROR = 0x4000,	/* rdpm_error: a request failed */
+	RDPM_EVENT = 0x4001,	/* rdpm_event: pushed, id 0 */
+	RDPM_REPLY = 0x8000,	/* or'ed into the request type */
+};
+
+struct rdpm_hello {
+	uint16_t min_version;	/* lowest version the client speaks */
+	uint16_t max_version;	/* highest */
+	uint32_t flags;		/* 0 */
+};
+
+struct rdpm_hello_reply {
+	uint16_t version;	/* chosen; every later header carries it */
+	uint16_t pad;
+	uint32_t max_msg;	/* RDPM_MAX_MSG */
+};
+
+struct rdpm_register {
+	char ifname[RDPM_IFNAMSIZ];	/* NUL-terminated, not empty */
+	uint32_t nqueues;	/* reserved queues to bind (0: the NIC's default) */
+	uint32_t flags;		/* 0 */
+};
+
+struct rdpm_register_reply {
+	uint32_t handle;	/* for STEER and UNREGISTER */
+	uint32_t dmabuf_id;	/* in the cmsgs of received data */
+	uint32_t nqueues;
+	uint32_t queues[RDPM_MAX_QUEUES];
+};
+
+/* A TCP flow as the receiver sees it (the peer is the source); zero
+ * addresses or ports are wildcards, but the local port is required. */
+struct rdpm_steer {
+	uint32_t handle;	/* a binding of this client */
+	uint8_t family;		/* AF_INET (2) or AF_INET6 (10) */
+	uint8_t pad[3];
+	uint8_t src[16], dst[16];	/* network order; IPv4 in the first 4 */
+	uint16_t sport, dport;
+};
+
+struct rdpm_steer_reply {
+	uint32_t flow;		/* for UNSTEER */
+	uint32_t queue;		/* where the flow arrives */
+};
+
+struct rdpm_unsteer {
+	uint32_t flow;
+};
+
+struct rdpm_unregister {
+	uint32_t handle;
+};
+
+#define RDPM_STATUS_JSON	(1u << 0)
+
+struct rdpm_status {
+	uint32_t flags;		/* RDPM_STATUS_JSON */
+};
+
+struct rdpm_drain {
+	char ifname[RDPM_IFNAMSIZ];
+};
+
+/* Followed by a NUL-terminated message for people (at least the NUL). */
+struct rdpm_error {
+	int32_t err;		/* negative errno */
+	uint32_t request_type;	/* what failed (0: not parsed) */
+};
+
+enum rdpm_event_kind {
+	RDPM_EV_LINK_DOWN = 1,	/* the NIC went down: its bindings and flows are gone */
+	RDPM_EV_REMOVED = 2,	/* the NIC disappeared */
+	RDPM_EV_DRAINED = 3,	/* an administrator drained the NIC */
+	RDPM_EV_CONFIG = 4,	/* a reload no longer allows this client the NIC */
+};
+
+struct rdpm_event {
+	uint32_t event;		/* enum rdpm_event_kind */
+	uint32_t handle;	/* the binding dropped (0: all of the NIC) */
+	char ifname[RDPM_IFNAMSIZ];
+};
+
+#endif

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The RDPM client: asks rdpmd (rdpm/, protocol in uapi/rdpm/rdpm_proto.h)
+ * to bind dma-bufs and steer flows for an unprivileged application. With no
+ * daemon and CAP_NET_ADMIN, the same calls do the set-up in-process with
+ * the nic and binding parts of the library, undone by rdpm_close().
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rdpm/rdpm_proto.h>
+
+#include "internal.h"
+
+_Static_assert(RDPM_QUEUES_MAX == RDPM_MAX_QUEUES, "queue limits of API and protocol");
+
+#define EVQ		16	/* events kept while waiting for a reply */
+#define LOCAL_MAX	16	/* in-process bindings */
+
+/* An in-process binding: its own NIC handle, so closing it restores. */
+struct local_binding {
+	struct devmem_nic *nic;
+	struct devmem_binding *b;
+	unsigned int nq, q[RDPM_QUEUES_MAX], rules[RDPM_QUEUES_MAX];
+};
+
+struct local_flow {
+	uint32_t id, handle, rule;
+	unsigned int qi;
+};
+
+struct rdpm_client {
+	int fd;				/* -1: in-process */
+	uint32_t next_id;
+	struct rdpm_event_info ev[EVQ];
+	unsigned int nev;
+	struct local_binding lb[LOCAL_MAX];	/* handle = index + 1 */
+	struct local_flow *lf;
+	unsigned int nlf, caplf;
+	uint32_t next_flow;
+};
+
+static bool has_net_admin(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
+}
+
+static int xfer_send(struct rdpm_client *c, uint16_t type, const void *body, size_t len, int fd,
+		     uint32_t *id)
+{
+	struct rdpm_hdr h = { RDPM_MAGIC, RDPM_VERSION, type, sizeof(h) + len, ++c->next_id };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (!c->next_id)
+		h.id = ++c->next_id;
+	*id = h.id;
+	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0)
+		return devmem_fail_errno(-errno, "rdpmd: sending a request");
+	return 0;
+}
+
+/* Reads one message into @buf; keeps events. 1: a reply or error, 0: an
+ * event was queued, negative on errors. */
+static int xfer_recv(struct rdpm_client *c, char *buf, size_t cap, struct rdpm_hdr *h, int timeout)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, timeout) == 0)
+		return -ETIMEDOUT;
+	n = recv(c->fd, buf, cap, MSG_DONTWAIT);
+	if (n < 0 && errno == EAGAIN)
+		return -EAGAIN;
+	if (n < 0)
+		return devmem_fail_errno(-errno, "rdpmd: receiving");
+	if (n == 0)
+		return devmem_fail(-ECONNRESET, "rdpmd closed the connection");
+	memcpy(h, buf, n < (ssize_t)sizeof(*h) ? 0 : sizeof(*h));
+	if (n < (ssize_t)sizeof(*h) || h->magic != RDPM_MAGIC || h->length != (size_t)n)
+		return devmem_fail(-EPROTO, "rdpmd: malformed message");
+	if (h->type == RDPM_EVENT) {
+		struct rdpm_event e;
+
+		if (h->length != sizeof(*h) + sizeof(e))
+			return devmem_fail(-EPROTO, "rdpmd: malformed event");
+		memcpy(&e, buf + sizeof(*h), sizeof(e));
+		if (c->nev < EVQ) {
+			c->ev[c->nev].event = e.event;
+			c->ev[c->nev].handle = e.handle;
+			memcpy(c->ev[c->nev].ifname, e.ifname, sizeof(e.ifname));
+			c->ev[c->nev].ifname[sizeof(e.ifname) - 1] = 0;
+			c->nev++;
+		}
+		return 0;
+	}
+	return 1;
+}
+
+/* One request and its reply body (exactly @rlen bytes into @reply). */
+static int xfer(struct rdpm_client *c, uint16_t type, const void *body, size_t len, int fd,
+		void *reply, size_t rlen)
+{
+	char buf[RDPM_MAX_MSG];
+	struct rdpm_hdr h;
+	uint32_t id;
+	int err = xfer_send(c, type, body, len, fd, &id);
+
+	while (!err) {
+		err = xfer_recv(c, buf, sizeof(buf), &h, 30000);
+		if (err == -ETIMEDOUT)
+			return devmem_fail(err, "rdpmd did not answer within 30 s");
+		if (err < 0)
+			return err;
+		if (!err || h.id != id) {
+			err = 0;
+			continue;
+		}
+		if (h.type == RDPM_ERROR) {
+			struct rdpm_error e;
+
+			if (h.length < sizeof(h) + sizeof(e) + 1 || buf[h.length - 1])
+				return devmem_fail(-EPROTO, "rdpmd: malformed error reply");
+			memcpy(&e, buf + sizeof(h), sizeof(e));
+			return devmem_fail(e.err < 0 ? e.err : -EPROTO, "rdpmd: %s",
+					   buf + sizeof(h) + sizeof(e));
+		}
+		if (h.type != (type | RDPM_REPLY) || h.length != sizeof(h) + rlen)
+			return devmem_fail(-EPROTO, "rdpmd: unexpected reply (type 0x%x, %u bytes)",
+					   h.type, h.length);
+		if (rlen)
+			memcpy(reply, buf + sizeof(h), rlen);
+		return 0;
+	}
+	return err;
+}
+
+DEVMEM_EXPORT int rdpm_connect(struct rdpm_client **out, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rdpm_hello hello = { RDPM_VERSION, RDPM_VERSION, 0 };
+	struct rdpm_hello_reply hr;
+	struct rdpm_client *c;
+	int err;
+
+	if (!out)
+		return devmem_fail(-EINVAL, "rdpm_connect: out is NULL");
+	if (!path)
+		path = RDPM_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return devmem_fail(-ENAMETOOLONG, "rdpm_connect: socket path too long");
+	strcpy(sa.sun_path, path);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return devmem_fail(-ENOMEM, "rdpm_connect: out of memory");
+	c->next_flow = 1;
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		err = devmem_fail_errno(-errno, "rdpm_connect: socket");
+		free(c);
+		return err;
+	}
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(c->fd);
+		c->fd = -1;
+		if ((err == -ENOENT || err == -ECONNREFUSED) && has_net_admin()) {
+			*out = c;	/* in-process */
+			return 0;
+		}
+		free(c);
+		return devmem_fail_errno(err, "rdpm_connect: %s: no rdpmd there, and without "
+					 "CAP_NET_ADMIN no in-process set-up", path);
+	}
+	err = xfer(c, RDPM_HELLO, &hello, sizeof(hello), -1, &hr, sizeof(hr));
+	if (!err && hr.version != RDPM_VERSION)
+		err = devmem_fail(-EPROTONOSUPPORT, "rdpmd chose protocol version %u", hr.version);
+	if (err) {
+		close(c->fd);
+		free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+DEVMEM_EXPORT bool rdpm_in_process(const struct rdpm_client *c)
+{
+	return c && c->fd < 0;
+}
+
+DEVMEM_EXPORT int rdpm_fd(const struct rdpm_client *c)
+{
+	return c ? c->fd : -EINVAL;
+}
+
+/* ------------------------------------------------------------ in-process */
+
+static void local_unbind(struct local_binding *lb)
+{
+	devmem_unbind(lb->b);
+	/* Rules, the RSS table, ntuple and header split, newest first. */
+	devmem_nic_close(lb->nic, true);
+	memset(lb, 0, sizeof(*lb));
+}
+
+static int local_register(struct rdpm_client *c, const char *ifname, struct devmem_mem *mem,
+			  unsigned int nq, struct rdpm_buffer *out)
+{
+	struct local_binding *lb = NULL;
+	struct devmem_nic_state st;
+	int err, i;
+
+	for (i = 0; i < LOCAL_MAX && !lb; i++)
+		if (!c->lb[i].nic)
+			lb = &c->lb[i];
+	if (!lb)
+		return devmem_fail(-EDQUOT, "rdpm (in-process): at most %d buffers", LOCAL_MAX);
+	err = devmem_nic_open(&lb->nic, ifname);
+	if (err)
+		return err;
+	nq = nq ? nq : 1;
+	err = devmem_nic_state(lb->nic, &st);
+	if (!err && nq >= st.rx_queues)
+		err = devmem_fail(-ERANGE, "%s: %u queues for devmem leave none of its %u for "
+				  "other traffic", ifname, nq, st.rx_queues);
+	/* The last @nq queues, kept out of RSS, as rdpmd would reserve them. */
+	if (!err)
+		err = devmem_nic_set_header_split(lb->nic, true);
+	if (!err)
+		err = devmem_nic_set_ntuple(lb->nic, true);
+	if (!err)
+		err = devmem_nic_rss_spread(lb->nic, 0, st.rx_queues - nq);
+	for (unsigned int q = 0; q < nq; q++)
+		lb->q[q] = st.rx_queues - nq + q;
+	lb->nq = nq;
+	if (!err)
+		err = devmem_bind_rx(&lb->b, lb->nic, mem, lb->q, nq);
+	if (err) {
+		devmem_nic_close(lb->nic, true);
+		memset(lb, 0, sizeof(*lb));
+		return err;
+	}
+	out->handle = lb - c->lb + 1;
+	out->dmabuf_id = devmem_binding_id(lb->b);
+	out->nqueues = nq;
+	memcpy(out->queues, lb->q, sizeof(out->queues));
+	return 0;
+}
+
+static struct local_binding *local_binding(struct rdpm_client *c, uint32_t handle)
+{
+	if (!handle || handle > LOCAL_MAX || !c->lb[handle - 1].nic) {
+		devmem_fail(-ENOENT, "rdpm: no buffer with handle %u", handle);
+		return NULL;
+	}
+	return &c->lb[handle - 1];
+}
+
+static int local_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,
+		       unsigned int *queue, uint32_t *flow_id)
+{
+	struct local_binding *lb = local_binding(c, handle);
+	struct devmem_flow_target t = { 0 };
+	unsigned int best = 0;
+	uint32_t rule;
+	int err;
+
+	if (!lb)
+		return -ENOENT;
+	for (unsigned int i = 1; i < lb->nq; i++)
+		if (lb->rules[i] < lb->rules[best])
+			best = i;
+	if (c->nlf == c->caplf) {
+		unsigned int cap = c->caplf ? 2 * c->caplf : 16;
+		struct local_flow *v = realloc(c->lf, cap * sizeof(*v));
+
+		if (!v)
+			return devmem_fail(-ENOMEM, "rdpm: out of memory");
+		c->lf = v;
+		c->caplf = cap;
+	}
+	t.queue = lb->q[best];
+	err = devmem_nic_flow_add(lb->nic, flow, &t, &rule);
+	if (err)
+		return err;
+	lb->rules[best]++;
+	c->lf[c->nlf] = (struct local_flow){ c->next_flow++, handle, rule, best };
+	*flow_id = c->lf[c->nlf++].id;
+	*queue = t.queue;
+	return 0;
+}
+
+static void local_flow_del(struct rdpm_client *c, unsigned int i)
+{
+	struct local_binding *lb = &c->lb[c->lf[i].handle - 1];
+
+	devmem_nic_flow_del(lb->nic, c->lf[i].rule);
+	lb->rules[c->lf[i].qi]--;
+	c->lf[i] = c->lf[--c->nlf];
+}
+
+/* ------------------------------------------------------------------- API */
+
+DEVMEM_EXPORT int rdpm_register_buffer(struct rdpm_client *c, const char *ifname,
+				       struct devmem_mem *mem, unsigned int nqueues,
+				       struct rdpm_buffer *out)
+{
+	struct rdpm_register_reply r;
+	struct rdpm_register req;
+	int err;
+
+	memset(&req, 0, sizeof(req));
+	if (!c || !ifname || !mem || !out)
+		return devmem_fail(-EINVAL, "rdpm_register_buffer: NULL argument");
+	if (!ifname[0] || strlen(ifname) >= sizeof(req.ifname))
+		return devmem_fail(-EINVAL, "rdpm_register_buffer: bad interface name");
+	if (nqueues > RDPM_QUEUES_MAX)
+		return devmem_fail(-EINVAL, "rdpm_register_buffer: at most %d queues",
+				   RDPM_QUEUES_MAX);
+	if (c->fd < 0)
+		return local_register(c, ifname, mem, nqueues, out);
+	memcpy(req.ifname, ifname, strlen(ifname));
+	req.nqueues = nqueues;
+	err = xfer(c, RDPM_REGISTER, &req, sizeof(req), devmem_mem_fd(mem), &r, sizeof(r));
+	if (err)
+		return err;
+	if (!r.nqueues || r.nqueues > RDPM_MAX_QUEUES)
+		return devmem_fail(-EPROTO, "rdpmd: reply with %u queues", r.nqueues);
+	out->handle = r.handle;
+	out->dmabuf_id = r.dmabuf_id;
+	out->nqueues = r.nqueues;
+	for (unsigned int i = 0; i < RDPM_QUEUES_MAX; i++)
+		out->queues[i] = i < r.nqueues ? r.queues[i] : 0;
+	return 0;
+}
+
+DEVMEM_EXPORT int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,
+			     unsigned int *queue, uint32_t *flow_id)
+{
+	struct rdpm_steer req = { .handle = handle };
+	struct rdpm_steer_reply r;
+	int err;
+
+	if (!c || !flow || !queue || !flow_id)
+		return devmem_fail(-EINVAL, "rdpm_steer: NULL argument");
+	if (c->fd < 0)
+		return local_steer(c, handle, flow, queue, flow_id);
+	req.family = flow->family;
+	memcpy(req.src, flow->src, 16);
+	memcpy(req.dst, flow->dst, 16);
+	req.sport = flow->sport;
+	req.dport = flow->dport;
+	err = xfer(c, RDPM_STEER, &req, sizeof(req), -1, &r, sizeof(r));
+	if (err)
+		return err;
+	*queue = r.queue;
+	*flow_id = r.flow;
+	return 0;
+}
+
+DEVMEM_EXPORT int rdpm_unsteer(struct rdpm_client *c, uint32_t flow_id)
+{
+	struct rdpm_unsteer req = { flow_id };
+
+	if (!c)
+		return devmem_fail(-EINVAL, "rdpm_unsteer: client is NULL");
+	if (c->fd >= 0)
+		return xfer(c, RDPM_UNSTEER, &req, sizeof(req), -1, NULL, 0);
+	for (unsigned int i = 0; i < c->nlf; i++) {
+		if (c->lf[i].id == flow_id) {
+			local_flow_del(c, i);
+			return 0;
+		}
+	}
+	return devmem_fail(-ENOENT, "rdpm: no flow %u", flow_id);
+}
+
+DEVMEM_EXPORT int rdpm_unregister(struct rdpm_client *c, uint32_t handle)
+{
+	struct rdpm_unregister req = { handle };
+	struct local_binding *lb;
+
+	if (!c)
+		return devmem_fail(-EINVAL, "rdpm_unregister: client is NULL");
+	if (c->fd >= 0)
+		return xfer(c, RDPM_UNREGISTER, &req, sizeof(req), -1, NULL, 0);
+	lb = local_binding(c, handle);
+	if (!lb)
+		return -ENOENT;
+	for (unsigned int i = c->nlf; i-- > 0;)
+		if (c->lf[i].handle == handle)
+			local_flow_del(c, i);
+	local_unbind(lb);
+	return 0;
+}
+
+DEVMEM_EXPORT int rdpm_next_event(struct rdpm_client *c, struct rdpm_event_info *ev,
+				  int timeout_ms)
+{
+	char buf[RDPM_MAX_MSG];
+	struct rdpm_hdr h;
+	int err;
+
+	if (!c || !ev)
+		return devmem_fail(-EINVAL, "rdpm_next_event: NULL argument");
+	while (!c->nev && c->fd >= 0) {
+		err = xfer_recv(c, buf, sizeof(buf), &h, timeout_ms);
+		if (err == -ETIMEDOUT || err == -EAGAIN)
+			return 0;
+		if (err < 0)
+			return err;
+		/* A reply nobody waits for (cannot happen with this API): dropped. */
+		if (err == 1 && !c->nev)
+			continue;
+	}
+	if (!c->nev)
+		return 0;
+	*ev = c->ev[0];
+	memmove(c->ev, c->ev + 1, --c->nev * sizeof(c->ev[0]));
+	return 1;
+}
+
+DEVMEM_EXPORT void rdpm_close(struct rdpm_client *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0) {
+		/* rdpmd releases everything of ours when the socket closes. */
+		close(c->fd);
+	} else {
+		while (c->nlf)
+			local_flow_del(c, c->nlf - 1);
+		for (int i = 0; i < LOCAL_MAX; i++)
+			if (c->lb[i].nic)
+				local_unbind(&c->lb[i]);
+	}
+	free(c->lf);
+	free(c);
+}
