@@ -24,7 +24,7 @@ if [ "${DEVTCP_LONG:-0}" = 1 ]; then
 	big=1073741824 rate_bytes=1073741824 rebinds=1000 restarts=1000 modcycles=100
 	conc_bytes=134217728 conc_restarts=1000
 else
-	big=150000000 rate_bytes=50000000 rebinds=20 restarts=100 modcycles=3
+	big=150000000 rate_bytes=30000000 rebinds=20 restarts=100 modcycles=3
 	conc_bytes=20000000 conc_restarts=40
 fi
 FAULT=/devtcp/userspace/tools/devtcp-fault
@@ -68,7 +68,9 @@ setup_pair() {
 	devmem_steer ns2 dtb $q 5001 || return 1
 	ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 }
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2, $4 }'; }
+# Pool count and detached pools: a pool destroyed with pages out stays
+# listed (detached) until they come back, so a leaked page shows here.
+pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2, $6 }'; }
 
 # devmem_stream BYTES SEED [devmem_rx options]: BYTES from ns1 to a devmem
 # receiver on dtb queue $q; its status is the receiver's.
@@ -102,7 +104,7 @@ setup_pair || fail "cannot create the pair"
 pools0=$(pools)
 bufs0=$(dmabufs)
 mem0=$(memavail)
-echo "before: page pools (count, inflight) $pools0, $bufs0 dma-bufs, MemAvailable $mem0 kB"
+echo "before: page pools (count, detached) $pools0, $bufs0 dma-bufs, MemAvailable $mem0 kB"
 
 echo "# 1. loss, reordering, duplication"
 fault set dta drop 1% reorder 1% depth 3 dup 0.1% seed 101
@@ -115,15 +117,15 @@ fault off dta
 
 echo "# 2. rate limit with delay"
 rl0=$(ethtool_stat ns1 dta fault_rate_limited)
-fault set dta rate 200M delay 2000 jitter 500
+fault set dta rate 60M delay 2000 jitter 500
 t0=$(date +%s.%N)
-check "a $rate_bytes-byte devmem stream at 200 Mbit/s, 2 ms +- 0.5 ms delay arrives intact" \
+check "a $rate_bytes-byte devmem stream at 60 Mbit/s, 2 ms +- 0.5 ms delay arrives intact" \
 	devmem_stream $rate_bytes 12
 t1=$(date +%s.%N)
 fault off dta
 mbit=$(awk -v b=$rate_bytes -v a="$t0" -v z="$t1" 'BEGIN { printf "%.1f", b * 8 / (z - a) / 1e6 }')
-echo "throughput $mbit Mbit/s under the 200 Mbit/s limit"
-check "... not faster than the limit" awk -v m="$mbit" 'BEGIN { exit !(m <= 204) }'
+echo "throughput $mbit Mbit/s under the 60 Mbit/s limit"
+check "... at 60-102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m >= 36 && m <= 61.2) }'
 check "... fault_rate_limited and fault_delay moved" \
 	test "$(ethtool_stat ns1 dta fault_rate_limited)" -gt "$rl0" -a \
 	"$(ethtool_stat ns1 dta fault_delay)" -gt 0
