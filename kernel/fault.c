@@ -155,7 +155,7 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	struct devtcp_fault *f = &priv->fault;
 	struct devtcp_txq *txq = &priv->txq[qid];
 	struct devtcp_fault_q *fq = &txq->fault;
-	bool drop, corrupt, dup, reorder;
+	bool drop, corrupt, dup, reorder, delayed;
 	unsigned int len = skb->len;
 	struct sk_buff *copy = NULL;
 	u64 now = ktime_get_ns();
@@ -175,6 +175,7 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	dup = devtcp_fault_hit(f, f->cfg.dup);
 	reorder = devtcp_fault_hit(f, f->cfg.reorder);
 	depth = f->cfg.depth;
+	delayed = f->cfg.delay_us;
 	if (!drop && !corrupt)
 		release = devtcp_fault_release(f, now, len);
 	spin_unlock(&f->lock);
@@ -190,6 +191,20 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	skb_tx_timestamp(skb);
 	DEVTCP_SKB_CB(skb)->gen = priv->gen;
 	DEVTCP_SKB_CB(skb)->release = release;
+	/*
+	 * Propagation delay does not hold the sender's buffer on a real wire:
+	 * a clone waits (keeping the TX ring slot and, by sharing the data, a
+	 * zero-copy completion) and the sender's skb goes now, or TCP Small
+	 * Queues would throttle the socket to a few frames per delay.
+	 */
+	if (delayed) {
+		struct sk_buff *clone = skb_clone(skb, GFP_ATOMIC);
+
+		if (clone) {
+			dev_consume_skb_any(skb);
+			skb = clone;
+		}
+	}
 	/*
 	 * The peer only reads frames, so a clone (sharing the frags, also the
 	 * unreadable ones of devmem TX) is a duplicate. It takes a TX ring slot
