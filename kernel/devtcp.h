@@ -190,6 +190,7 @@ struct devtcp_priv {
 
 /* main.c */
 struct device *devtcp_dma_dev(void);
+void devtcp_note_provider(void);
 
 /* dma.c */
 bool devtcp_dma_reachable(dma_addr_t dma);

@@ -118,14 +118,13 @@ fault off dta
 echo "# 2. rate limit with delay"
 rl0=$(ethtool_stat ns1 dta fault_rate_limited)
 fault set dta rate 60M delay 2000 jitter 500
-t0=$(date +%s.%N)
 check "a $rate_bytes-byte devmem stream at 60 Mbit/s, 2 ms +- 0.5 ms delay arrives intact" \
 	devmem_stream $rate_bytes 12
-t1=$(date +%s.%N)
 fault off dta
-mbit=$(awk -v b=$rate_bytes -v a="$t0" -v z="$t1" 'BEGIN { printf "%.1f", b * 8 / (z - a) / 1e6 }')
+# The receiver's rate, from the connection to the last byte.
+mbit=$(awk '/^received/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MB/s,") printf "%.1f", $i * 8 }' /tmp/rx.out)
 echo "throughput $mbit Mbit/s under the 60 Mbit/s limit"
-check "... at 60-102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m >= 36 && m <= 61.2) }'
+check "... at 50-102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m >= 30 && m <= 61.2) }'
 check "... fault_rate_limited and fault_delay moved" \
 	test "$(ethtool_stat ns1 dta fault_rate_limited)" -gt "$rl0" -a \
 	"$(ethtool_stat ns1 dta fault_delay)" -gt 0
@@ -249,6 +248,9 @@ echo "# 7. module unload with pairs, bindings and traffic"
 mod_ok=0
 for ((c = 0; c < modcycles; c++)); do
 	setup_pair || { echo "cycle $c: cannot create the pair"; break; }
+	# The killed receiver's socket, orphaned with its dma-buf tokens, retries
+	# its FIN to a device that is gone: once, not for minutes.
+	ip netns exec ns2 sysctl -qw net.ipv4.tcp_orphan_retries=1
 	fault set dta drop 1%
 	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 4000000000 -b 4194304 > /tmp/rx.out 2>&1 &
 	rx=$!
@@ -263,7 +265,7 @@ for ((c = 0; c < modcycles; c++)); do
 	kill -9 $rx $tx 2>/dev/null
 	wait $rx $tx 2>/dev/null
 	# The pools of the gone devices stay listed (under lo) until empty.
-	for _ in $(seq 30); do
+	for _ in $(seq 60); do
 		softirq_each_cpu ns2
 		[[ "$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all)" == "pools 0 "* ]] &&
 			break
