@@ -5,6 +5,8 @@
 # when bindings, queues, receivers and the module come and go.
 #
 #  1. a devmem stream under 1% loss, 1% reordering and 0.1% duplication
+#  1b. the same from a dma-buf (devmem TX), with 1% duplication and delay:
+#     the wire's copies share the sender's dma-buf frags
 #  2. a devmem stream under a rate limit with delay and jitter
 #  3. bind/unbind cycles (receiver killed mid-stream) under 1% loss
 #  4. queue restarts under a devmem stream with loss and reordering
@@ -22,9 +24,11 @@
 
 if [ "${DEVTCP_LONG:-0}" = 1 ]; then
 	big=1073741824 rate_bytes=1073741824 rebinds=1000 restarts=1000 modcycles=100
+	tx_bytes=1073741824
 	conc_bytes=134217728 conc_restarts=1000
 else
 	big=150000000 rate_bytes=30000000 rebinds=20 restarts=100 modcycles=3
+	tx_bytes=50000000
 	conc_bytes=20000000 conc_restarts=40
 fi
 FAULT=/devtcp/userspace/tools/devtcp-fault
@@ -73,7 +77,9 @@ setup_pair() {
 pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2, $6 }'; }
 
 # devmem_stream BYTES SEED [devmem_rx options]: BYTES from ns1 to a devmem
-# receiver on dtb queue $q; its status is the receiver's.
+# receiver on dtb queue $q; its status is the receiver's. With devmem_tx=1
+# the sender sends from a dma-buf (devmem TX) and must see every zero-copy
+# completion, or the receiver is stopped.
 devmem_stream() {
 	local bytes=$1 seed=$2 pid rc
 	shift 2
@@ -81,8 +87,13 @@ devmem_stream() {
 		> /tmp/rx.out 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
-	timeout 900 ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n "$bytes" -s "$seed" \
-		> /dev/null
+	if [ -n "${devmem_tx:-}" ]; then
+		timeout 900 ip netns exec ns1 selftests/net/devmem_tx -i dta -a 10.99.0.2 -p 5001 \
+			-n "$bytes" -s "$seed" > /tmp/tx.out 2>&1 || { cat /tmp/tx.out; kill $pid; }
+	else
+		timeout 900 ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n "$bytes" \
+			-s "$seed" > /dev/null
+	fi
 	wait $pid
 	rc=$?
 	cat /tmp/rx.out
@@ -113,6 +124,17 @@ check "a $big-byte devmem stream under 1% loss, 1% reorder, 0.1% dup arrives int
 for k in drop reorder dup; do
 	check "... fault_$k moved" test "$(ethtool_stat ns1 dta fault_$k)" -gt 0
 done
+fault off dta
+
+echo "# 1b. devmem TX into devmem RX: duplicates and delayed frames share dma-buf frags"
+fault set dta drop 1% reorder 1% depth 3 dup 1% delay 1000 jitter 200 seed 102
+u0=$(ethtool_stat ns1 dta fault_dup)
+devmem_tx=1
+check "a $tx_bytes-byte dma-buf to dma-buf stream under loss, reorder, 1% dup, delay arrives intact" \
+	devmem_stream $tx_bytes 16
+devmem_tx=
+check "... with duplicates of devmem TX frames (fault_dup moved)" \
+	test "$(ethtool_stat ns1 dta fault_dup)" -gt "$u0"
 fault off dta
 
 echo "# 2. rate limit with delay"
