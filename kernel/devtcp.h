@@ -9,7 +9,9 @@
 #define _DEVTCP_H
 
 #include <linux/ethtool.h>
+#include <linux/hrtimer.h>
 #include <linux/netdevice.h>
+#include <linux/prandom.h>
 #include <linux/ptr_ring.h>
 #include <linux/u64_stats_sync.h>
 
@@ -85,6 +87,23 @@ struct devtcp_txq_stats {
 };
 
 /*
+ * Fault injection, per TX queue: frames waiting to go on the wire (delay,
+ * rate limit, a failed put on a full wire ring) in release order, and the
+ * frame that reordering holds back. Each counts in txq->inflight.
+ */
+struct devtcp_fault_q {
+	spinlock_t lock;		/* the line and the held frame */
+	struct sk_buff_head line;
+	struct hrtimer timer;
+	struct sk_buff *held;		/* reordered: goes after held_left frames */
+	u32 held_left;
+	u64 held_deadline;		/* ... or at this time (ns) */
+	u64 last_release;		/* keeps the line in order */
+	struct devtcp_priv *priv;
+	u16 qid;
+};
+
+/*
  * A TX queue. It shares the NAPI of RX queue idx (combined channels): the
  * channel's NAPI completes frames the peer has read, then receives.
  */
@@ -92,12 +111,46 @@ struct devtcp_txq {
 	struct ptr_ring done;		/* frames the peer has read: to complete */
 	atomic_t inflight;		/* sent and not yet completed: the TX ring */
 	struct devtcp_txq_stats stats;
+	struct devtcp_fault_q fault;
 };
 
 /* skb->cb of a frame on the wire. */
 struct devtcp_skb_cb {
 	u32 gen;		/* the sender's queue generation when it was sent */
 	u16 hdr_len;		/* L2-L4 headers: where header split cuts it */
+	u64 release;		/* fault injection: when it may go on the wire */
+};
+
+/* Fault injection settings (IFLA_DEVTCP_FAULT); all zero: off. */
+struct devtcp_fault_cfg {
+	u32 drop;		/* ppm */
+	u32 reorder;		/* ppm */
+	u32 depth;
+	u32 dup;		/* ppm */
+	u32 corrupt;		/* ppm */
+	u32 delay_us;
+	u32 jitter_us;
+	u64 rate;		/* bit/s */
+	u64 seed;
+};
+
+enum {
+	DEVTCP_FAULT_STAT_DROP,
+	DEVTCP_FAULT_STAT_REORDER,
+	DEVTCP_FAULT_STAT_DUP,
+	DEVTCP_FAULT_STAT_DELAY,
+	DEVTCP_FAULT_STAT_RATE,
+	DEVTCP_FAULT_STAT_CORRUPT,
+	DEVTCP_FAULT_NSTATS
+};
+
+struct devtcp_fault {
+	bool on;			/* read locklessly by xmit */
+	spinlock_t lock;		/* cfg changes, decisions, PRNG, rate */
+	struct devtcp_fault_cfg cfg;
+	struct rnd_state rnd;
+	u64 rate_next;			/* ns: when the wire is free again */
+	atomic64_t stats[DEVTCP_FAULT_NSTATS];
 };
 
 #define DEVTCP_SKB_CB(skb) ((struct devtcp_skb_cb *)(skb)->cb)
@@ -127,6 +180,7 @@ struct devtcp_priv {
 	struct devtcp_ntuple __rcu *ntuple;	/* NULL while there are no rules */
 	struct devtcp_rss_ctx __rcu *rss_ctx[DEVTCP_RSS_MAX_CTX];
 	atomic64_t ntuple_drops;	/* frames discarded by a drop rule */
+	struct devtcp_fault fault;
 	bool up;			/* queues are running */
 	u32 gen;			/* bumped at every queue stop: frames sent
 					 * before it are not completed to the new
@@ -136,6 +190,7 @@ struct devtcp_priv {
 
 /* main.c */
 struct device *devtcp_dma_dev(void);
+void devtcp_note_provider(void);
 
 /* dma.c */
 bool devtcp_dma_reachable(dma_addr_t dma);
@@ -157,6 +212,11 @@ int devtcp_rx_poll(struct napi_struct *napi, int budget);
 
 /* tx.c */
 netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev);
+int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb);
+void devtcp_tx_count(struct devtcp_txq *txq, unsigned int len, bool ok);
+void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid);
+void devtcp_tx_ring_full(struct devtcp_priv *priv, struct devtcp_txq *txq,
+			 struct netdev_queue *nq);
 void devtcp_tx_complete(struct devtcp_rxq *rxq, struct sk_buff *skb, int budget);
 int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget);
 
@@ -190,6 +250,19 @@ int devtcp_remove_rxfh_context(struct net_device *dev, struct ethtool_rxfh_conte
 			       u32 rss_context, struct netlink_ext_ack *extack);
 void devtcp_ntuple_flush(struct devtcp_priv *priv);
 void devtcp_ntuple_free(struct devtcp_priv *priv);
+
+/* fault.c */
+void devtcp_fault_setup(struct devtcp_priv *priv);
+void devtcp_fault_init_queues(struct devtcp_priv *priv);
+int devtcp_fault_parse(struct devtcp_priv *priv, const struct nlattr *nla,
+		       struct devtcp_fault_cfg *cfg, bool *reseed,
+		       struct netlink_ext_ack *extack);
+void devtcp_fault_set(struct devtcp_priv *priv, const struct devtcp_fault_cfg *cfg, bool reseed);
+size_t devtcp_fault_get_size(void);
+int devtcp_fault_fill(struct sk_buff *skb, struct devtcp_priv *priv);
+netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16 qid);
+void devtcp_fault_flush(struct devtcp_priv *priv);
+extern const char devtcp_fault_stat_names[DEVTCP_FAULT_NSTATS][ETH_GSTRING_LEN];
 
 /* ethtool.c */
 extern const struct ethtool_ops devtcp_ethtool_ops;

@@ -142,7 +142,7 @@ static int devtcp_get_sset_count(struct net_device *dev, int sset)
 	if (sset != ETH_SS_STATS)
 		return -EOPNOTSUPP;
 	return dev->real_num_rx_queues * DEVTCP_RXQ_STATS +
-	       dev->real_num_tx_queues * DEVTCP_TXQ_STATS + 1;
+	       dev->real_num_tx_queues * DEVTCP_TXQ_STATS + 1 + DEVTCP_FAULT_NSTATS;
 }
 
 static void devtcp_get_strings(struct net_device *dev, u32 sset, u8 *data)
@@ -158,6 +158,8 @@ static void devtcp_get_strings(struct net_device *dev, u32 sset, u8 *data)
 		for (i = 0; i < DEVTCP_TXQ_STATS; i++)
 			ethtool_sprintf(&data, "tx%d_%s", q, devtcp_txq_stat_names[i]);
 	ethtool_puts(&data, "rx_ntuple_drops");
+	for (i = 0; i < DEVTCP_FAULT_NSTATS; i++)
+		ethtool_puts(&data, devtcp_fault_stat_names[i]);
 }
 
 static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stats *stats,
@@ -185,6 +187,8 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 		*data++ = ts.stopped;
 	}
 	*data++ = atomic64_read(&priv->ntuple_drops);
+	for (q = 0; q < DEVTCP_FAULT_NSTATS; q++)
+		*data++ = atomic64_read(&priv->fault.stats[q]);
 }
 
 const struct ethtool_ops devtcp_ethtool_ops = {

@@ -26,6 +26,7 @@ static void devtcp_queues_down(struct devtcp_priv *priv)
 	 * before now will not be completed to the new rings.
 	 */
 	synchronize_net();
+	devtcp_fault_flush(priv);
 	WRITE_ONCE(priv->gen, priv->gen + 1);
 	for (i = 0; i < dev->real_num_rx_queues; i++)
 		devtcp_rxq_close(&priv->rxq[i]);
@@ -169,6 +170,7 @@ static int devtcp_dev_init(struct net_device *dev)
 	}
 	for (i = 0; i < dev->num_tx_queues; i++)
 		u64_stats_init(&priv->txq[i].stats.syncp);
+	devtcp_fault_init_queues(priv);
 	devtcp_rss_init(priv);
 	return 0;
 }
@@ -210,6 +212,7 @@ static void devtcp_setup(struct net_device *dev)
 	netif_set_tso_max_size(dev, GSO_LEGACY_MAX_SIZE);
 
 	priv->dev = dev;
+	devtcp_fault_setup(priv);
 	priv->rx_ring_size = DEVTCP_RING_DEFAULT;
 	priv->tx_ring_size = DEVTCP_RING_DEFAULT;
 	dev->tx_queue_len = DEVTCP_RING_DEFAULT;
@@ -279,6 +282,17 @@ static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *pa
 	err = devtcp_check_queues(params->tb, extack);
 	if (err)
 		return err;
+	/* Faults apply to what this end sends; the peer starts without. */
+	if (data && data[IFLA_DEVTCP_FAULT]) {
+		struct devtcp_fault_cfg cfg;
+		bool reseed;
+
+		err = devtcp_fault_parse(netdev_priv(dev), data[IFLA_DEVTCP_FAULT], &cfg,
+					 &reseed, extack);
+		if (err)
+			return err;
+		devtcp_fault_set(netdev_priv(dev), &cfg, reseed);
+	}
 
 	if (data && data[IFLA_DEVTCP_PEER]) {
 		ifmp = nla_data(data[IFLA_DEVTCP_PEER]);
@@ -360,6 +374,40 @@ static void devtcp_dellink(struct net_device *dev, struct list_head *head)
 	}
 }
 
+static int devtcp_changelink(struct net_device *dev, struct nlattr *tb[],
+			     struct nlattr *data[], struct netlink_ext_ack *extack)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct devtcp_fault_cfg cfg;
+	bool reseed;
+	int err;
+
+	if (!data)
+		return 0;
+	if (data[IFLA_DEVTCP_PEER]) {
+		NL_SET_ERR_MSG_ATTR(extack, data[IFLA_DEVTCP_PEER],
+				    "the peer of a devtcp device cannot be changed");
+		return -EOPNOTSUPP;
+	}
+	if (!data[IFLA_DEVTCP_FAULT])
+		return 0;
+	err = devtcp_fault_parse(priv, data[IFLA_DEVTCP_FAULT], &cfg, &reseed, extack);
+	if (err)
+		return err;
+	devtcp_fault_set(priv, &cfg, reseed);
+	return 0;
+}
+
+static size_t devtcp_get_size(const struct net_device *dev)
+{
+	return devtcp_fault_get_size();
+}
+
+static int devtcp_fill_info(struct sk_buff *skb, const struct net_device *dev)
+{
+	return devtcp_fault_fill(skb, netdev_priv(dev));
+}
+
 static struct net *devtcp_get_link_net(const struct net_device *dev)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
@@ -370,6 +418,7 @@ static struct net *devtcp_get_link_net(const struct net_device *dev)
 
 static const struct nla_policy devtcp_policy[IFLA_DEVTCP_MAX + 1] = {
 	[IFLA_DEVTCP_PEER] = { .len = sizeof(struct ifinfomsg) },
+	[IFLA_DEVTCP_FAULT] = { .type = NLA_NESTED },
 };
 
 static struct rtnl_link_ops devtcp_link_ops = {
@@ -378,7 +427,10 @@ static struct rtnl_link_ops devtcp_link_ops = {
 	.setup			= devtcp_setup,
 	.validate		= devtcp_validate,
 	.newlink		= devtcp_newlink,
+	.changelink		= devtcp_changelink,
 	.dellink		= devtcp_dellink,
+	.get_size		= devtcp_get_size,
+	.fill_info		= devtcp_fill_info,
 	.policy			= devtcp_policy,
 	.maxtype		= IFLA_DEVTCP_MAX,
 	.peer_type		= IFLA_DEVTCP_PEER,

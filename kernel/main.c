@@ -8,6 +8,7 @@
  * (without an IOMMU, DMA addresses are physical addresses).
  */
 #include <linux/dma-mapping.h>
+#include <linux/kmemleak.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
 #include <net/rtnetlink.h>
@@ -15,10 +16,17 @@
 #include "devtcp.h"
 
 static struct platform_device *devtcp_pdev;
+static bool devtcp_provider_used;
 
 struct device *devtcp_dma_dev(void)
 {
 	return &devtcp_pdev->dev;
+}
+
+/* A queue started on a memory provider's buffers (see devtcp_exit()). */
+void devtcp_note_provider(void)
+{
+	WRITE_ONCE(devtcp_provider_used, true);
 }
 
 static int __init devtcp_init(void)
@@ -47,6 +55,16 @@ err_pdev:
 static void __exit devtcp_exit(void)
 {
 	devtcp_link_exit();
+	/*
+	 * A devmem binding outlives our devices while sockets still hold its
+	 * buffers, and when it is freed at last it unmaps its dma-buf from our
+	 * device, on which it holds no reference. Once a memory provider has
+	 * been used, the device is unregistered but its memory is kept.
+	 */
+	if (READ_ONCE(devtcp_provider_used)) {
+		get_device(&devtcp_pdev->dev);
+		kmemleak_not_leak(devtcp_pdev);
+	}
 	platform_device_unregister(devtcp_pdev);
 }
 

@@ -84,7 +84,7 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 	return q < nq ? q : q % nq;
 }
 
-static void devtcp_tx_count(struct devtcp_txq *txq, unsigned int len, bool ok)
+void devtcp_tx_count(struct devtcp_txq *txq, unsigned int len, bool ok)
 {
 	u64_stats_update_begin(&txq->stats.syncp);
 	if (ok) {
@@ -114,8 +114,8 @@ static void devtcp_tx_stop(struct devtcp_txq *txq, struct netdev_queue *nq,
 }
 
 /* Every TX ring slot holds a frame not yet completed: wait for completions. */
-static void devtcp_tx_ring_full(struct devtcp_priv *priv, struct devtcp_txq *txq,
-				struct netdev_queue *nq)
+void devtcp_tx_ring_full(struct devtcp_priv *priv, struct devtcp_txq *txq,
+			 struct netdev_queue *nq)
 {
 	netif_tx_stop_queue(nq);
 	/* Pairs with the barrier in devtcp_tx_clean(). */
@@ -150,6 +150,8 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (unlikely(skb_is_gso(skb) &&
 		     !(skb_shinfo(skb)->gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6))))
 		goto drop;
+	if (unlikely(READ_ONCE(priv->fault.on)))
+		return devtcp_fault_xmit(priv, skb, qid);
 
 	q = devtcp_rx_classify(rx, skb);
 	if (unlikely(q == DEVTCP_RX_DROP)) {
@@ -182,6 +184,58 @@ drop:
 	devtcp_tx_count(txq, len, false);
 	dev_kfree_skb_any(skb);
 	return NETDEV_TX_OK;
+}
+
+/* A frame that held a TX ring slot is gone without a completion. */
+void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid)
+{
+	struct devtcp_txq *txq = &priv->txq[qid];
+	struct netdev_queue *nq = netdev_get_tx_queue(priv->dev, qid);
+
+	atomic_dec(&txq->inflight);
+	/* Pairs with the barrier in devtcp_tx_ring_full(). */
+	smp_mb__after_atomic();
+	if (netif_tx_queue_stopped(nq) && atomic_read(&txq->inflight) < priv->tx_ring_size)
+		netif_tx_wake_queue(nq);
+}
+
+/*
+ * Fault injection puts a frame it held on the wire. The frame holds a TX
+ * ring slot. Returns -EBUSY, keeping the frame, when the peer's wire ring
+ * is full; otherwise the frame is delivered or dropped. BH off, under RCU.
+ */
+int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
+{
+	struct devtcp_priv *rx;
+	struct net_device *peer;
+	struct devtcp_rxq *rxq;
+	u32 q;
+
+	peer = rcu_dereference_bh(priv->peer);
+	if (!peer || !netif_running(peer))
+		goto drop;
+	rx = netdev_priv(peer);
+	if (!READ_ONCE(rx->up))
+		goto drop;
+	q = devtcp_rx_classify(rx, skb);
+	if (q == DEVTCP_RX_DROP) {
+		atomic64_inc(&rx->ntuple_drops);
+		goto free;
+	}
+	rxq = &rx->rxq[q];
+	if (ptr_ring_produce(&rxq->wire, skb)) {
+		napi_schedule(&rxq->napi);
+		return -EBUSY;
+	}
+	napi_schedule(&rxq->napi);
+	return 0;
+
+drop:
+	devtcp_tx_count(&priv->txq[qid], 0, false);
+free:
+	dev_kfree_skb_any(skb);
+	devtcp_tx_uncount(priv, qid);
+	return 0;
 }
 
 /*

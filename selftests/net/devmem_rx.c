@@ -6,10 +6,11 @@
  * every byte (in the dma-buf or copied to the iov) against tcp_stream's
  * pattern and handing the dma-buf fragments back with SO_DEVMEM_DONTNEED.
  *
- *   devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE] [-H] [-r]
- *             [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US]
- *             [--idle-timeout SECS] [--no-validate]
+ *   devmem_rx -i IFNAME -q QUEUE[,QUEUE...] -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE]
+ *             [-H] [-r] [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US]
+ *             [--idle-timeout SECS] [--no-validate] [--stall SECS] [--conns N]
  *
+ *   -q  the queue, or several: one binding of the dma-buf to all of them
  *   -b  dma-buf size in bytes, a multiple of the page size (default 64 MiB)
  *   -H  allocate the dma-buf from /dev/dma_heap/system instead of udmabuf
  *   -r  first check that a plain recv() of devmem data fails with EFAULT
@@ -20,6 +21,11 @@
  *   --idle-timeout    give up when no data came for SECS seconds (default: wait)
  *   --no-validate     neither read nor check the payload (for benchmarks); the
  *                     byte counts and the frag checks still apply
+ *   --stall           return no token for the first SECS seconds after the
+ *                     connection came (a consumer that does not keep up),
+ *                     then all of them ("stall over" on stdout)
+ *   --conns           N connections into the one binding, each BYTES with the
+ *                     seed, on ports PORT .. PORT+N-1 (one process each)
  *
  * The flow must already be steered to QUEUE (ntuple rule) with header split
  * on. Exit status: 0 when all BYTES arrived intact and some of them through
@@ -40,6 +46,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/devmem_compat.h>
@@ -59,9 +66,18 @@
 #define DONTNEED_MAX_TOKENS	128
 #define DONTNEED_MAX_FRAGS	1024
 
+#define MAX_QUEUES	64
+#define MAX_CONNS	64
+/* Tokens a stalled receiver can keep. */
+#define STALL_TOKENS	(1 << 20)
+
 struct options {
 	const char *ifname;
 	unsigned int queue;
+	unsigned int queues[MAX_QUEUES];
+	unsigned int nqueues;
+	unsigned int stall;
+	unsigned int conns;
 	int port;
 	uint64_t total;
 	uint64_t seed;
@@ -105,10 +121,11 @@ static int no_validate;
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: devmem_rx -i IFNAME -q QUEUE -p PORT -n BYTES [-s SEED] [-6] "
-			"[-b BUFSIZE] [-H] [-r]\n"
+	fprintf(stderr, "usage: devmem_rx -i IFNAME -q QUEUE[,QUEUE...] -p PORT -n BYTES [-s SEED] "
+			"[-6] [-b BUFSIZE] [-H] [-r]\n"
 			"       [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US] "
-			"[--idle-timeout SECS] [--no-validate]\n");
+			"[--idle-timeout SECS] [--no-validate]\n"
+			"       [--stall SECS] [--conns N]\n");
 	exit(2);
 }
 
@@ -265,8 +282,12 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 	struct iovec iov = { .iov_base = iobuf, .iov_len = sizeof(iobuf) };
 	struct token_fifo held = { .cap = (size_t)o->hold + MAX_CMSGS };
 	uint64_t total = o->total, seed = o->seed;
-	int rc = 0;
+	double stall_end = now() + o->stall;
+	int stalled = o->stall > 0, rc = 0;
+	unsigned int idle = 0;
 
+	if (stalled)
+		held.cap += STALL_TOKENS;
 	held.tokens = calloc(held.cap, sizeof(*held.tokens));
 	if (!held.tokens)
 		die("calloc");
@@ -284,7 +305,17 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 		ssize_t done;
 
 		st->recv_calls++;
+		if (stalled && (now() >= stall_end || held.len >= STALL_TOKENS)) {
+			printf("stall over after %u s: returning %zu tokens\n", o->stall, held.len);
+			fflush(stdout);
+			stalled = 0;
+			tokens_release(&held, &tb, s, o->hold);
+		}
 		if (n < 0 && errno == EINTR)
+			continue;
+		/* A stalled receiver waits in steps of 1 s (see main()). */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && o->stall &&
+		    (stalled || !o->idle_timeout || ++idle < o->idle_timeout))
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			fprintf(stderr, "devmem_rx: no data for %u s after %llu of %llu bytes, "
@@ -312,6 +343,7 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 			st->plain_bytes += n;
 			continue;
 		}
+		idle = 0;
 		done = handle_cmsgs(&msg, db, st, &held, seed);
 		if (done != n) {
 			if (done >= 0)
@@ -319,7 +351,8 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 			rc = -1;
 			break;
 		}
-		tokens_release(&held, &tb, s, o->hold);
+		if (!stalled)
+			tokens_release(&held, &tb, s, o->hold);
 	}
 	tokens_release(&held, &tb, s, 0);
 	free(held.tokens);
@@ -329,23 +362,37 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_RX_PAGE_SIZE = 256, OPT_HOLD, OPT_RETURN_DELAY, OPT_IDLE_TIMEOUT,
-	       OPT_NO_VALIDATE };
+	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS };
 	static const struct option longopts[] = {
 		{ "rx-page-size", required_argument, NULL, OPT_RX_PAGE_SIZE },
 		{ "hold", required_argument, NULL, OPT_HOLD },
 		{ "return-delay-us", required_argument, NULL, OPT_RETURN_DELAY },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 		{ "no-validate", no_argument, NULL, OPT_NO_VALIDATE },
+		{ "stall", required_argument, NULL, OPT_STALL },
+		{ "conns", required_argument, NULL, OPT_CONNS },
 		{ 0 }
 	};
 	long page = sysconf(_SC_PAGESIZE);
+	char *q, *end;
 	int opt;
 
-	*o = (struct options){ .seed = 1, .bufsize = 64 << 20 };
+	*o = (struct options){ .seed = 1, .bufsize = 64 << 20, .conns = 1 };
 	while ((opt = getopt_long(argc, argv, "i:q:p:n:s:6b:Hr", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
-		case 'q': o->queue = strtoul(optarg, NULL, 0); break;
+		case 'q':
+			for (q = optarg, o->nqueues = 0; ; q = end + 1) {
+				if (o->nqueues == MAX_QUEUES)
+					usage();
+				o->queues[o->nqueues++] = strtoul(q, &end, 0);
+				if (end == q || (*end && *end != ','))
+					usage();
+				if (!*end)
+					break;
+			}
+			o->queue = o->queues[0];
+			break;
 		case 'p': o->port = atoi(optarg); break;
 		case 'n': o->total = strtoull(optarg, NULL, 0); break;
 		case 's': o->seed = strtoull(optarg, NULL, 0); break;
@@ -358,11 +405,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_RETURN_DELAY: o->return_delay_us = strtoul(optarg, NULL, 0); break;
 		case OPT_IDLE_TIMEOUT: o->idle_timeout = strtoul(optarg, NULL, 0); break;
 		case OPT_NO_VALIDATE: o->no_validate = 1; break;
+		case OPT_STALL: o->stall = strtoul(optarg, NULL, 0); break;
+		case OPT_CONNS: o->conns = strtoul(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
 	if (optind != argc || !o->ifname || o->port <= 0 || o->port > 65535 || !o->total ||
-	    !o->bufsize || o->bufsize % page)
+	    !o->bufsize || o->bufsize % page || !o->nqueues || !o->conns ||
+	    o->conns > MAX_CONNS || o->port + o->conns - 1 > 65535)
 		usage();
 }
 
@@ -378,7 +428,9 @@ int main(int argc, char **argv)
 	struct mnl_socket *nl;
 	struct options o;
 	struct dmabuf db;
-	int ifindex, s, rc = 0;
+	int ifindex, s, rc = 0, status;
+	pid_t kids[MAX_CONNS];
+	unsigned int c;
 	double t0, secs;
 
 	parse_options(argc, argv, &o);
@@ -390,12 +442,24 @@ int main(int argc, char **argv)
 	else
 		dmabuf_create_udmabuf(&db, o.bufsize);
 	nl = netdev_nl_open();
-	netdev_bind_rx_page_size(nl, ifindex, o.queue, &db, o.rx_page_size);
+	netdev_bind_rx_queues(nl, ifindex, o.queues, o.nqueues, &db, o.rx_page_size);
 	no_validate = o.no_validate;
 
+	/* More connections: a process each, sharing the binding and mapping. */
+	fflush(stdout);
+	for (c = 1; c < o.conns; c++) {
+		kids[c] = fork();
+		if (kids[c] < 0)
+			die("fork");
+		if (!kids[c]) {
+			o.port += c;
+			o.conns = 1;
+			break;
+		}
+	}
 	s = tcp_accept_one(o.v6, o.port);
-	if (o.idle_timeout) {
-		struct timeval tv = { .tv_sec = o.idle_timeout };
+	if (o.idle_timeout || o.stall) {
+		struct timeval tv = { .tv_sec = o.stall ? 1 : o.idle_timeout };
 
 		if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
 			die("SO_RCVTIMEO");
@@ -444,6 +508,11 @@ int main(int argc, char **argv)
 		setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
 	close(s);
+	for (c = 1; c < o.conns; c++) {
+		if (waitpid(kids[c], &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			rc = 1;
+	}
 	mnl_socket_close(nl);
 	return rc;
 }

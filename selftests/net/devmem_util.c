@@ -246,6 +246,13 @@ void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, stru
 void netdev_bind_rx_page_size(struct mnl_socket *nl, int ifindex, unsigned int queue,
 			      struct dmabuf *db, uint32_t rx_page_size)
 {
+	netdev_bind_rx_queues(nl, ifindex, &queue, 1, db, rx_page_size);
+}
+
+/* One binding of @db to several RX queues. */
+void netdev_bind_rx_queues(struct mnl_socket *nl, int ifindex, const unsigned int *queues,
+			   unsigned int nqueues, struct dmabuf *db, uint32_t rx_page_size)
+{
 	static uint8_t buf[NL_BUF_SIZE];
 	struct genl_u32_attr id = { .type = NETDEV_A_DMABUF_ID };
 	uint16_t family = netdev_family_id(nl);
@@ -254,10 +261,12 @@ void netdev_bind_rx_page_size(struct mnl_socket *nl, int ifindex, unsigned int q
 
 	nlh = genl_put_header(buf, family, NETDEV_CMD_BIND_RX, NETDEV_FAMILY_VERSION);
 	mnl_attr_put_u32(nlh, NETDEV_A_DMABUF_IFINDEX, ifindex);
-	nest = mnl_attr_nest_start(nlh, NETDEV_A_DMABUF_QUEUES);
-	mnl_attr_put_u32(nlh, NETDEV_A_QUEUE_ID, queue);
-	mnl_attr_put_u32(nlh, NETDEV_A_QUEUE_TYPE, NETDEV_QUEUE_TYPE_RX);
-	mnl_attr_nest_end(nlh, nest);
+	for (unsigned int i = 0; i < nqueues; i++) {
+		nest = mnl_attr_nest_start(nlh, NETDEV_A_DMABUF_QUEUES);
+		mnl_attr_put_u32(nlh, NETDEV_A_QUEUE_ID, queues[i]);
+		mnl_attr_put_u32(nlh, NETDEV_A_QUEUE_TYPE, NETDEV_QUEUE_TYPE_RX);
+		mnl_attr_nest_end(nlh, nest);
+	}
 	mnl_attr_put_u32(nlh, NETDEV_A_DMABUF_FD, db->fd);
 	if (rx_page_size)
 		mnl_attr_put_u32(nlh, NETDEV_A_DMABUF_RX_PAGE_SIZE, rx_page_size);

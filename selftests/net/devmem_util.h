@@ -37,6 +37,8 @@ struct mnl_socket *netdev_nl_open(void);
 void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, struct dmabuf *db);
 /* The same with the rx-page-size attribute (the buffer size of the binding;
  * a power of two >= PAGE_SIZE), left out when @rx_page_size is 0. */
+void netdev_bind_rx_queues(struct mnl_socket *nl, int ifindex, const unsigned int *queues,
+			   unsigned int nqueues, struct dmabuf *db, uint32_t rx_page_size);
 void netdev_bind_rx_page_size(struct mnl_socket *nl, int ifindex, unsigned int queue,
 			      struct dmabuf *db, uint32_t rx_page_size);
 /* bind-tx of @db for sending on @ifindex; sets db->id or exits. */

@@ -5,6 +5,8 @@ tests check kernel state independently of the project's own C library (and
 of the VM's ethtool 6.14, which cannot set hds-thresh).
 
   genl.py page-pools IFINDEX          "pools N inflight N detached N" of a device
+  genl.py page-pools all              the same for every pool of the namespace,
+                                      also those of devices gone (kept by lo)
   genl.py queues IFINDEX              one line "rx|tx ID napi NAPI_ID" per queue
   genl.py dmabufs IFINDEX             one line "rx ID dmabuf N" per RX queue (0: none)
   genl.py qstats IFINDEX              one line "rx|tx ID packets N bytes N" per queue
@@ -125,11 +127,11 @@ def main(argv):
     if argv[1] in ("hds-thresh", "set-hds-thresh"):
         return rings(sock, argv)
     fam = family(sock, "netdev")
-    ifindex = int(argv[2])
+    ifindex = 0 if argv[2] == "all" else int(argv[2])
     if argv[1] == "page-pools":
         pools = inflight = detached = 0
         for pp in request(sock, fam, CMD_PAGE_POOL_GET, b"", NLM_F_DUMP):
-            if PP_IFINDEX in pp and u32(pp[PP_IFINDEX]) == ifindex:
+            if not ifindex or (PP_IFINDEX in pp and u32(pp[PP_IFINDEX]) == ifindex):
                 pools += 1
                 inflight += uint(pp[PP_INFLIGHT]) if PP_INFLIGHT in pp else 0
                 detached += PP_DETACH in pp

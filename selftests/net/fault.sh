@@ -1,0 +1,155 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Wire fault injection (IFLA_DEVTCP_FAULT through devtcp-fault): each knob
+# shows in the counters and in the traffic, plain TCP streams stay intact,
+# bad values are refused with an extack message and change nothing, the
+# settings read back, a seed replays the same decisions, and off stops them.
+# Faults are set on dta (ns1): they apply to what dta sends to dtb.
+. "$(dirname "$0")/../lib.sh"
+
+FAULT=/devtcp/userspace/tools/devtcp-fault
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+fault() { ip netns exec ns1 $FAULT "$@"; }
+fstat() { ethtool_stat ns1 dta "fault_$1"; }
+# Sum over ns's TCP MIB counter NAME (Tcp: or TcpExt: rows of /proc/net).
+mib() {
+	ip netns exec "$1" awk -v n="$2" '
+		$1 ~ /^Tcp(Ext)?:$/ { if (!h[$1]) { for (i = 2; i <= NF; i++) c[$1, $i] = i; h[$1] = 1 }
+			else if (c[$1, n]) print $c[$1, n] }' /proc/net/snmp /proc/net/netstat
+}
+link_stat() { ip -n "$1" -s -j link show "$2" | python3 -c "import json, sys
+print(json.load(sys.stdin)[0]['stats64']['$3']['packets'])"; }
+
+s0=$(fault show dta)
+echo "defaults: $s0"
+check "defaults read back as off" \
+	bash -c "[[ '$s0' == 'drop 0 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0 seed '* ]]"
+
+# refused VALUES... MESSAGE: the request fails with MESSAGE and changes nothing.
+refused() {
+	local msg=${*: -1} out before
+	before=$(fault show dta)
+	out=$(fault set dta "${@:1:$#-1}" 2>&1) && { echo "accepted: $*"; return 1; }
+	echo "$out"
+	[[ "$out" == *"$msg"* ]] && [ "$(fault show dta)" = "$before" ]
+}
+check "a probability above 1000000 ppm is refused" refused drop 1000001 "at most 1000000"
+check "reorder without a depth is refused" refused reorder 1000 "depth of at least 1"
+check "a reorder depth above 256 is refused" refused depth 257 reorder 10 "at most 256"
+check "jitter above the delay is refused" refused delay 100 jitter 200 "must not exceed the delay"
+check "a delay above 10 s is refused" refused delay 10000001 "at most 10 s"
+check "a rate below 64 kbit/s is refused" refused rate 1000 "at least 64000"
+check "a refused request changes no other knob either" refused drop 500 dup 2000000 "at most 1000000"
+
+all="drop 1 reorder 2 depth 3 dup 4 corrupt 5 delay 600 jitter 7 rate 80000000 seed 9"
+fault set dta $all
+check "every knob reads back as set" test "$(fault show dta)" = "$all"
+check "the peer's settings are its own" \
+	bash -c "ip netns exec ns2 $FAULT show dtb | grep -q '^drop 0 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0'"
+fault off dta
+check "off clears every knob and keeps the seed" \
+	test "$(fault show dta)" = "drop 0 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0 seed 9"
+
+# stream_with KNOBS...: a 20 MB validated stream with those faults on dta.
+seed=10
+stream_with() {
+	local rc
+	fault set dta "$@" || return 1
+	seed=$((seed + 1))
+	plain_stream 5400 20000000 $seed
+	rc=$?
+	fault off dta
+	cat /tmp/plain.out
+	return $rc
+}
+
+d0=$(fstat drop); r0=$(mib ns1 RetransSegs)
+check "2% drop: the stream arrives intact" stream_with drop 2%
+echo "fault_drop +$(( $(fstat drop) - d0 )), retransmitted +$(( $(mib ns1 RetransSegs) - r0 ))"
+check "... fault_drop moved" test "$(fstat drop)" -gt "$d0"
+check "... and TCP retransmitted" test "$(mib ns1 RetransSegs)" -gt "$r0"
+check "... only the sending end counts" test "$(ethtool_stat ns2 dtb fault_drop)" = 0
+
+c0=$(fstat corrupt); r0=$(mib ns1 RetransSegs)
+check "2% corruption: the stream arrives intact" stream_with corrupt 2%
+echo "fault_corrupt +$(( $(fstat corrupt) - c0 )), retransmitted +$(( $(mib ns1 RetransSegs) - r0 ))"
+check "... fault_corrupt moved" test "$(fstat corrupt)" -gt "$c0"
+check "... and TCP retransmitted the corrupted frames" test "$(mib ns1 RetransSegs)" -gt "$r0"
+
+u0=$(fstat dup); tx0=$(link_stat ns1 dta tx); rx0=$(link_stat ns2 dtb rx)
+ds0=$(mib ns2 TCPDSACKOldSent)
+check "2% duplication: the stream arrives intact" stream_with dup 2%
+sleep 1	# the connection's last frames may still be on the wire
+dups=$(( $(fstat dup) - u0 ))
+extra=$(( $(link_stat ns2 dtb rx) - rx0 - ($(link_stat ns1 dta tx) - tx0) ))
+echo "fault_dup +$dups, dtb received $extra frames more than dta sent," \
+	"D-SACKs +$(( $(mib ns2 TCPDSACKOldSent) - ds0 ))"
+check "... fault_dup moved" test "$dups" -gt 0
+check "... and every duplicate arrived as an extra frame" test "$extra" = "$dups"
+
+o0=$(fstat reorder); q0=$(mib ns2 TCPOFOQueue)
+check "2% reordering (depth 3): the stream arrives intact" stream_with reorder 2% depth 3
+echo "fault_reorder +$(( $(fstat reorder) - o0 )), receiver out-of-order queued +$(( $(mib ns2 TCPOFOQueue) - q0 ))"
+check "... fault_reorder moved" test "$(fstat reorder)" -gt "$o0"
+check "... and the receiver saw segments out of order" test "$(mib ns2 TCPOFOQueue)" -gt "$q0"
+
+rtt() { ip netns exec ns1 ping -q -c 10 -i 0.1 10.99.0.2 | awk -F/ '/^rtt/ { print $5 }'; }
+base=$(rtt)
+e0=$(fstat delay)
+fault set dta delay 30000 jitter 5000
+delayed=$(rtt)
+fault off dta
+echo "ping rtt: ${base} ms, with 30 ms +- 5 ms on dta: ${delayed} ms"
+check "a 30 ms delay shows in the ping RTT (>= 25 ms more)" \
+	awk -v b="$base" -v d="$delayed" 'BEGIN { exit !(d - b >= 25 && d - b < 60) }'
+check "... fault_delay moved" test "$(fstat delay)" -ge $((e0 + 10))
+
+rl0=$(fstat rate_limited)
+rate=40000000
+bytes=20000000
+fault set dta rate $rate
+t0=$(date +%s.%N)
+check "a 40 Mbit/s limit: the stream arrives intact" plain_stream 5401 $bytes 21
+t1=$(date +%s.%N)
+fault off dta
+mbit=$(awk -v b=$bytes -v a="$t0" -v z="$t1" 'BEGIN { printf "%.1f", b * 8 / (z - a) / 1e6 }')
+echo "throughput under the 40 Mbit/s limit: $mbit Mbit/s"
+check "... runs at 75-102% of the limit" \
+	awk -v m="$mbit" 'BEGIN { exit !(m >= 30 && m <= 40.8) }'
+check "... fault_rate_limited moved" test "$(fstat rate_limited)" -gt "$rl0"
+
+# Replay: the same seed and the same single-flow ping drop the same pings.
+# Nothing else may draw from the PRNG meanwhile: static neighbours, no IPv6.
+mac_b=$(ip netns exec ns2 cat /sys/class/net/dtb/address)
+mac_a=$(ip netns exec ns1 cat /sys/class/net/dta/address)
+ip -n ns1 neigh replace 10.99.0.2 lladdr "$mac_b" dev dta nud permanent
+ip -n ns2 neigh replace 10.99.0.1 lladdr "$mac_a" dev dtb nud permanent
+ip netns exec ns1 sysctl -qw net.ipv6.conf.dta.disable_ipv6=1
+pattern() {
+	fault set dta drop 300000 seed "$1" > /dev/null || return 1
+	ip netns exec ns1 ping -c 40 -i 0.05 -W 1 10.99.0.2 |
+		sed -n 's/.*icmp_seq=\([0-9]*\).*/\1/p' | tr '\n' ' '
+	fault off dta
+}
+p1=$(pattern 1234)
+p2=$(pattern 1234)
+p3=$(pattern 4321)
+echo "seed 1234: $p1"
+echo "seed 1234: $p2"
+echo "seed 4321: $p3"
+check "seed 1234 dropped some pings and answered others" \
+	test "$(wc -w <<< "$p1")" -gt 10 -a "$(wc -w <<< "$p1")" -lt 40
+check "the same seed drops the same pings" test "$p1" = "$p2"
+check "another seed drops other pings" test "$p1" != "$p3"
+
+fault set dta drop 10% dup 10% reorder 10% depth 2 corrupt 10% delay 100
+fault off dta
+before=$(ip netns exec ns1 ethtool -S dta | grep fault_)
+check "with every fault off again a stream arrives intact" plain_stream 5402 20000000 22
+after=$(ip netns exec ns1 ethtool -S dta | grep fault_)
+echo "$after"
+check "... and no fault counter moved" test "$before" = "$after"
+
+ip netns del ns1
+ip netns del ns2
+finish
