@@ -19,6 +19,7 @@
 #include "internal.h"
 
 int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline);
+static int (*pmix_finalize)(const void *, size_t);
 
 static int64_t now_ms(void)
 {
@@ -91,6 +92,8 @@ void dc_comm_free(devcoll_comm *c)
 		pthread_join(c->thread, NULL);
 	}
 	dc_dm_free(c);
+	if (c->pmix && pmix_finalize)
+		pmix_finalize(NULL, 0);	/* the world communicator made by PMIx */
 	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++)
 		if (c->conns[i].fd >= 0)
 			close(c->conns[i].fd);
@@ -314,6 +317,7 @@ typedef struct {
 #define PMIX_GLOBAL 3
 #endif
 
+
 static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *bind_addr, int *lfd)
 {
 	void *h = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
@@ -339,6 +343,7 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 	put = (int (*)(int, const char *, pmix_value_t *))dlsym(h, "PMIx_Put");
 	commit = (int (*)(void))dlsym(h, "PMIx_Commit");
 	fence = (int (*)(const pmix_proc_t *, size_t, const void *, size_t))dlsym(h, "PMIx_Fence");
+	pmix_finalize = (int (*)(const void *, size_t))dlsym(h, "PMIx_Finalize");
 	if (!init || !get || !put || !commit || !fence)
 		return dc_fail(-ENOSYS, "libpmix lacks PMIx_Init/Get/Put/Commit/Fence");
 	ret = init(&me, NULL, 0);
@@ -353,7 +358,6 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 	ret = dc_comm_alloc(&c, (int)me.rank, size, like);
 	if (ret)
 		return ret;
-	c->pmix = true;
 	/* listen on the chosen address, or any; advertise a reachable one */
 	struct sockaddr_storage sa = { .ss_family = AF_INET };
 	char host[INET6_ADDRSTRLEN] = "127.0.0.1";
@@ -400,6 +404,7 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 			goto fail;
 		c->eps[r].len = l;
 	}
+	c->pmix = true;
 	*out = c;
 	return 0;
 fail:
