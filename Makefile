@@ -26,6 +26,7 @@ userspace: provision
 	@$(MAKE) -s -C userspace
 	@$(MAKE) -s -C selftests/net
 	@$(MAKE) -s -C selftests/libdevmem
+	@$(MAKE) -s -C selftests/coll
 
 check: all
 	@selftests/check
@@ -46,5 +47,6 @@ clean:
 	@$(MAKE) -s -C userspace clean
 	@$(MAKE) -s -C selftests/net clean
 	@$(MAKE) -s -C selftests/libdevmem clean
+	@$(MAKE) -s -C selftests/coll clean
 
 .PHONY: all provision modules userspace check demo bench checkpatch clean
