@@ -75,7 +75,7 @@ static int ring(devcoll_comm *c, struct wire_hdr *t, uint32_t base, char *buf, c
 		int sseg = MOD(r + rs0 - s, n), rseg = MOD(r + rs0 - s - 1, n);
 
 		st[ns] = (struct step){ buf + off[sseg], len[sseg], buf + off[rseg], len[rseg],
-					tmp + off[rseg], ns > 0 };
+					tmp, ns > 0 };
 	}
 	for (int s = 0; do_ag && s < n - 1; s++, ns++) {
 		int sseg = MOD(r + ag0 - s, n), rseg = MOD(r + ag0 - s - 1, n);
@@ -222,8 +222,8 @@ static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
 	} else {
 		size_t *off = calloc((size_t)(2 * n), sizeof(size_t)), *len = off + n;
 
-		tmp = scratch(c, bytes);
-		if (!off || !tmp) {
+		tmp = (char *)"";	/* reduce flag: chunks land in dc_run's slots */
+		if (!off) {
 			free(off);
 			return dc_fail(-ENOMEM, "out of memory");
 		}
@@ -312,7 +312,7 @@ static int do_reduce_scatter(devcoll_comm *c, const struct op *o)
 	struct wire_hdr t = tmpl(c, K_RSCATTER, o);
 	int n = c->size, r = c->rank, ret = 0;
 	size_t *off = calloc((size_t)(2 * n), sizeof(size_t)), *len = off + n;
-	char *work = scratch(c, 2 * all);
+	char *work = scratch(c, all);
 
 	if (!off || !work) {
 		free(off);
@@ -325,7 +325,7 @@ static int do_reduce_scatter(devcoll_comm *c, const struct op *o)
 	if (all)
 		memcpy(work, o->send, all);
 	if (n > 1)
-		ret = ring(c, &t, 0, work, work + all, off, len, -1, true, 0, false,
+		ret = ring(c, &t, 0, work, (char *)"", off, len, -1, true, 0, false,
 			   dc_reduce_fn(o->type, o->rop), es);
 	if (!ret && blk) {
 		memmove(o->recv, work + off[r], blk);

@@ -114,7 +114,8 @@ struct step {
 	size_t slen;
 	char *rptr;		/* message to receive (NULL: none) */
 	size_t rlen;
-	char *tmp;		/* reduce: received into tmp, then reduced into rptr */
+	char *tmp;		/* non-NULL: reduce (received into a per-connection
+				 * slot, then reduced into rptr) */
 	bool dep;		/* send chunk j after chunk j of the previous step's receive */
 };
 
@@ -125,6 +126,7 @@ struct xfer {
 	struct wire_hdr tmpl;	/* seq, kind, op, dtype, count, tag; step: of st[0] */
 	reduce_fn red;
 	size_t esize;
+	char *slots;		/* dc_run's: a chunk per receiving connection */
 };
 int dc_run(devcoll_comm *c, struct xfer *x);
 /* one message each way (either may be absent) */

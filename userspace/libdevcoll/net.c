@@ -372,7 +372,10 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			k->rchunk = j;
 			k->rpay_len = h->len;
 			k->rpay_got = 0;
-			k->rdst = (x->red && st->tmp ? st->tmp : st->rptr) + h->off;
+			/* a reduction lands in the connection's cache-sized slot
+			 * and is reduced from there as soon as the chunk is in */
+			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * c->chunk
+						    : st->rptr + h->off;
 		}
 		struct step *st = &x->st[k->rstep];
 		bool direct_red = k->drx && x->red && st->tmp;
@@ -421,17 +424,30 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 		return dc_fail(c->err, "%s", c->errmsg);
 	if (!rs)
 		return dc_fail(-ENOMEM, "out of memory");
+	bool need_slots = false;
+
 	for (int s = 0; s < x->nst; s++) {
+		need_slots |= x->red && x->st[s].tmp && x->st[s].rptr;
 		rs[s].nchunks = x->st[s].rptr ? nchunks(x->st[s].rlen, c->chunk) : 0;
 		rs[s].got = 0;
 		total_chunks += rs[s].nchunks;
 	}
 	recv_left = total_chunks;
+	x->slots = NULL;
+	if (need_slots) {
+		x->slots = malloc(c->nconns * c->chunk);
+		if (!x->slots) {
+			if (rs != rs_stack)
+				free(rs);
+			return dc_fail(-ENOMEM, "out of memory");
+		}
+	}
 	if (total_chunks > sizeof(done_stack)) {
 		donebuf = calloc(total_chunks, 1);
 		if (!donebuf) {
 			if (rs != rs_stack)
 				free(rs);
+			free(x->slots);
 			return dc_fail(-ENOMEM, "out of memory");
 		}
 	} else {
@@ -528,6 +544,7 @@ out:
 		free(rs);
 	if (donebuf != done_stack)
 		free(donebuf);
+	free(x->slots);
 	return ret;
 }
 
