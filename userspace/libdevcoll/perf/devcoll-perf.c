@@ -3,7 +3,8 @@
  * devcoll-perf: nccl-tests-style benchmark of libdevcoll.
  *
  *   devcoll-perf [--np N] [--compare] [--plot FILE.png] [--netns NS0,NS1,...]
- *                [--addr IP] [BENCH OPTIONS: -b -e -f -o -d -w -n -c]
+ *                [--addr IP,...] [--mpi-if IFACES|SUBNET] [--pmix-if IFACE]
+ *                [BENCH OPTIONS: -b -e -f -o -d -w -n -c]
  *
  * Started by mpirun/srun (PMIx) or with DEVCOLL_RANK set, it is one rank.
  * Otherwise it launches N ranks itself on this host (loopback, or one per
@@ -83,6 +84,7 @@ static int worker(int argc, char **argv)
 static char self_dir[4096];
 static char *netns_list[64];
 static int nnetns;
+static char *pmix_ifname;
 
 static void enter_netns(int rank)
 {
@@ -223,6 +225,8 @@ int main(int argc, char **argv)
 			addr_ip = argv[++i];
 		else if (!strcmp(argv[i], "--mpi-if") && i + 1 < argc)
 			mpi_if = argv[++i];
+		else if (!strcmp(argv[i], "--pmix-if") && i + 1 < argc)
+			pmix_ifname = argv[++i];
 		else if (nb < 120)
 			bargs[nb++] = argv[i];
 	}
@@ -283,6 +287,21 @@ int main(int argc, char **argv)
 		int m = 0;
 
 		snprintf(npb, sizeof(npb), "%d", np);
+		if (nnetns) {
+			/* mpirun in rank 0's namespace, its PMIx server reachable
+			 * from the others over the network (PMIx uses TCP) */
+			static char pmix_if[300];
+
+			snprintf(pmix_if, sizeof(pmix_if), "PMIX_MCA_ptl_tcp_if_include=%s",
+				 pmix_ifname ? pmix_ifname : "lo");
+			margs[m++] = "ip";
+			margs[m++] = "netns";
+			margs[m++] = "exec";
+			margs[m++] = netns_list[0];
+			margs[m++] = "env";
+			margs[m++] = "PMIX_MCA_ptl_tcp_remote_connections=1";
+			margs[m++] = pmix_if;
+		}
 		margs[m++] = "mpirun";
 		if (!geteuid())
 			margs[m++] = "--allow-run-as-root";
@@ -297,6 +316,11 @@ int main(int argc, char **argv)
 		margs[m++] = "--mca";
 		margs[m++] = "btl_tcp_if_include";
 		margs[m++] = mpi_if ? mpi_if : "lo";
+		if (nnetns && pmix_ifname) {
+			margs[m++] = "--mca";
+			margs[m++] = "oob_tcp_if_include";
+			margs[m++] = pmix_ifname;
+		}
 		if (nnetns) {
 			/* each rank enters its namespace: line (rank % N) + 1 of ns.list */
 			static char cmd[9000];
@@ -324,8 +348,8 @@ int main(int argc, char **argv)
 		if (!p) {
 			fd = open(files[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
 			dup2(fd, 1);
-			execvp("mpirun", margs);
-			perror("mpirun");
+			execvp(margs[0], margs);
+			perror(margs[0]);
 			_exit(127);
 		}
 		int st;
@@ -392,7 +416,7 @@ int main(int argc, char **argv)
 		snprintf(gp, sizeof(gp), "%s/plot.gp", dir);
 		f = fopen(gp, "w");
 		fprintf(f, "set terminal pngcairo size 900,600 noenhanced\nset output '%s'\n"
-			"set logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
+			"set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
 			"set title '%s, %d ranks'\nset key left top\nset grid\n"
 			"plot '%s/devcoll.dat' w lp t 'devcoll', '%s/ompi.dat' w lp t 'Open MPI', "
 			"'%s/gloo.dat' w lp t 'Gloo'\n", plot, nrows[0] ? rows[0][0].coll : "?", np, dir, dir, dir);
