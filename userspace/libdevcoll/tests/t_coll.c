@@ -332,10 +332,15 @@ int main(void)
 	int worlds[] = { 1, 2, 3, 4, 5, 6, 7, 8 }, st[8], fails = 0;
 
 	full = getenv("DEVCOLL_FULL") && atoi(getenv("DEVCOLL_FULL"));
-	for (unsigned int w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+	/* default: each world with the next algorithm; full: every algorithm */
+	for (unsigned int wi = 0; wi < (full ? 4 : 1) * sizeof(worlds) / sizeof(worlds[0]); wi++) {
+		unsigned int w = wi % (sizeof(worlds) / sizeof(worlds[0]));
 		int n = worlds[w];
 		const char *algo = algos[algo_idx++ % 4];
 		double t0 = now_s();
+
+		if (full)
+			algo = algos[wi / (sizeof(worlds) / sizeof(worlds[0]))];
 
 		setenv("DEVCOLL_ALGO", algo, 1);
 		/* 3 connections per peer on odd worlds, 1 with small chunks on 6 */
