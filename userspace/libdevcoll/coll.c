@@ -59,9 +59,9 @@ static int sendrecv(devcoll_comm *c, struct wire_hdr *t, uint32_t step, int sp, 
  * n-1 steps, step s sends segment (r + rs0 - s) and reduces the one before
  * it into @buf; allgather likewise without reduction. Chunk j of a step goes
  * out as soon as chunk j of the previous step's receive is in. */
-static int ring(devcoll_comm *c, struct wire_hdr *t, uint32_t base, char *buf, char *tmp,
-		const size_t *off, const size_t *len, int rs0, bool do_rs, int ag0, bool do_ag,
-		reduce_fn red, size_t es)
+static int ring(devcoll_comm *c, struct wire_hdr *t, uint32_t base, char *buf, const char *src,
+		char *tmp, const size_t *off, const size_t *len, int rs0, bool do_rs, int ag0,
+		bool do_ag, reduce_fn red, size_t es)
 {
 	int n = c->size, r = c->rank, ns = 0;
 	struct step *st = calloc((size_t)(2 * n), sizeof(*st));
@@ -74,14 +74,17 @@ static int ring(devcoll_comm *c, struct wire_hdr *t, uint32_t base, char *buf, c
 	for (int s = 0; do_rs && s < n - 1; s++, ns++) {
 		int sseg = MOD(r + rs0 - s, n), rseg = MOD(r + rs0 - s - 1, n);
 
-		st[ns] = (struct step){ buf + off[sseg], len[sseg], buf + off[rseg], len[rseg],
-					tmp, ns > 0 };
+		/* out of place (@src): the first step sends this rank's data from
+		 * @src, and each reduction starts from it */
+		st[ns] = (struct step){ (src && s == 0 ? src : buf) + off[sseg], len[sseg],
+					buf + off[rseg], len[rseg], tmp, ns > 0,
+					src ? src + off[rseg] : NULL };
 	}
 	for (int s = 0; do_ag && s < n - 1; s++, ns++) {
 		int sseg = MOD(r + ag0 - s, n), rseg = MOD(r + ag0 - s - 1, n);
 
 		st[ns] = (struct step){ buf + off[sseg], len[sseg], buf + off[rseg], len[rseg],
-					NULL, ns > 0 };
+					NULL, ns > 0, NULL };
 	}
 	x.nst = ns;
 	x.tmpl.step = base;
@@ -199,7 +202,11 @@ static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
 	int n = c->size, ret;
 	char *tmp;
 
-	if (o->recv != o->send && bytes)
+	bool ring_path = n > 1 && !want_small(c, bytes, o->count);
+	/* the ring reads an out-of-place send buffer itself */
+	const char *src = ring_path && o->recv != o->send ? o->send : NULL;
+
+	if (o->recv != o->send && bytes && !src)
 		memmove(o->recv, o->send, bytes);
 	if (n == 1)
 		return 0;
@@ -229,16 +236,16 @@ static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
 		}
 		split_even(o->count, n, es, off, len);
 		if (o->rop != DEVCOLL_AVG) {
-			ret = ring(c, &t, 0, o->recv, tmp, off, len, 0, true, 1, true, red, es);
+			ret = ring(c, &t, 0, o->recv, src, tmp, off, len, 0, true, 1, true, red, es);
 		} else {
 			/* the division has to sit between the two phases */
 			int own = MOD(c->rank + 1, n);
 
-			ret = ring(c, &t, 0, o->recv, tmp, off, len, 0, true, 0, false, red, es);
+			ret = ring(c, &t, 0, o->recv, src, tmp, off, len, 0, true, 0, false, red, es);
 			if (!ret)
 				dc_avg_finish((char *)o->recv + off[own], len[own] / es, o->type, n);
 			if (!ret)
-				ret = ring(c, &t, (uint32_t)n, o->recv, tmp, off, len, 0, false, 1, true,
+				ret = ring(c, &t, (uint32_t)n, o->recv, NULL, tmp, off, len, 0, false, 1, true,
 					   red, es);
 		}
 		free(off);
@@ -284,7 +291,7 @@ static int do_allgatherv(devcoll_comm *c, const struct op *o, int kind, const si
 	}
 	if (o->send && (const char *)o->send != (char *)o->recv + off[r] && len[r])
 		memmove((char *)o->recv + off[r], o->send, len[r]);
-	ret = n > 1 ? ring(c, &t, 0, o->recv, NULL, off, len, 0, false, 0, true, NULL, es) : 0;
+	ret = n > 1 ? ring(c, &t, 0, o->recv, NULL, NULL, off, len, 0, false, 0, true, NULL, es) : 0;
 	free(off);
 	return ret;
 }
@@ -322,10 +329,10 @@ static int do_reduce_scatter(devcoll_comm *c, const struct op *o)
 		off[i] = (size_t)i * blk;
 		len[i] = blk;
 	}
-	if (all)
+	if (all && n == 1)
 		memcpy(work, o->send, all);
 	if (n > 1)
-		ret = ring(c, &t, 0, work, (char *)"", off, len, -1, true, 0, false,
+		ret = ring(c, &t, 0, work, o->send, (char *)"", off, len, -1, true, 0, false,
 			   dc_reduce_fn(o->type, o->rop), es);
 	if (!ret && blk) {
 		memmove(o->recv, work + off[r], blk);

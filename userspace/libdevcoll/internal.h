@@ -117,6 +117,7 @@ struct step {
 	char *tmp;		/* non-NULL: reduce (received into a per-connection
 				 * slot, then reduced into rptr) */
 	bool dep;		/* send chunk j after chunk j of the previous step's receive */
+	const char *init;	/* reduce out of place: rptr = init OP received */
 };
 
 struct xfer {

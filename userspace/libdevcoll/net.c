@@ -374,6 +374,8 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			k->rpay_got = 0;
 			/* a reduction lands in the connection's cache-sized slot
 			 * and is reduced from there as soon as the chunk is in */
+			if (x->red && st->tmp && st->init && h->len)
+				memcpy(st->rptr + h->off, st->init + h->off, h->len);
 			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * c->chunk
 						    : st->rptr + h->off;
 		}
