@@ -614,6 +614,7 @@ DEVCOLL_EXPORT int devcoll_wait(devcoll_req *q)
 	pthread_mutex_unlock(&c->mtx);
 	if (st && c->err)
 		dc_fail(st, "%s", c->errmsg);
+	free(q->op->v);
 	free(q->op);
 	free(q);
 	return st;
@@ -685,6 +686,75 @@ DEVCOLL_EXPORT int devcoll_allgatherv(devcoll_comm *c, const void *s, size_t sn,
 		total += counts[i];
 	return blocking(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t,
 			       .counts = counts, .displs = displs));
+}
+
+/* the count arrays of a queued v-collective: copied into the op */
+static int post_v(devcoll_comm *c, struct op *o, const size_t *const *arrs, int narr,
+		  devcoll_req **q)
+{
+	size_t n = c ? (size_t)c->size : 0;
+	int ret;
+
+	*q = NULL;
+	if (!c)
+		return dc_fail(-EINVAL, "no communicator");
+	o->v = malloc((size_t)narr * n * sizeof(size_t));
+	if (!o->v)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int i = 0; i < narr; i++)
+		memcpy(o->v + (size_t)i * n, arrs[i], n * sizeof(size_t));
+	if (narr == 2) {
+		o->counts = o->v;
+		o->displs = o->v + n;
+	} else {
+		o->scounts = o->v;
+		o->sdispls = o->v + n;
+		o->counts = o->v + 2 * n;
+		o->displs = o->v + 3 * n;
+	}
+	ret = post(c, o, q);
+	if (ret)
+		free(o->v);
+	return ret;
+}
+
+DEVCOLL_EXPORT int devcoll_iallgatherv(devcoll_comm *c, const void *s, size_t sn, void *r,
+				       const size_t *counts, const size_t *displs,
+				       enum devcoll_dtype t, devcoll_req **q)
+{
+	size_t total = 0;
+	const size_t *arrs[2] = { counts, displs };
+
+	*q = NULL;
+	if (c && counts && sn != counts[c->rank])
+		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
+			       counts[c->rank]);
+	for (int i = 0; c && counts && i < c->size; i++)
+		total += counts[i];
+	return post_v(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t),
+		      arrs, 2, q);
+}
+
+DEVCOLL_EXPORT int devcoll_ialltoallv(devcoll_comm *c, const void *s, const size_t *sc,
+				      const size_t *sd, void *r, const size_t *rc, const size_t *rd,
+				      enum devcoll_dtype t, devcoll_req **q)
+{
+	const size_t *arrs[4] = { sc, sd, rc, rd };
+
+	return post_v(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t),
+		      arrs, 4, q);
+}
+
+DEVCOLL_EXPORT int devcoll_igather(devcoll_comm *c, const void *s, void *r, size_t n,
+				   enum devcoll_dtype t, int root, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_GATHER, .send = s, .recv = r, .count = n, .type = t, .root = root), q);
+}
+
+DEVCOLL_EXPORT int devcoll_iscatter(devcoll_comm *c, const void *s, void *r, size_t n,
+				    enum devcoll_dtype t, int root, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_SCATTER, .send = s, .recv = r, .count = n, .type = t, .root = root), q);
 }
 
 DEVCOLL_EXPORT int devcoll_reduce_scatter(devcoll_comm *c, const void *s, void *r, size_t n,

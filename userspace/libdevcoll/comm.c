@@ -61,6 +61,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 		c->rxmode = like->rxmode;
 		c->algo = like->algo;
 		c->small_max = like->small_max;
+		c->spin_us = like->spin_us;
 	}
 	c->conns = calloc((size_t)size * c->nconns, sizeof(*c->conns));
 	c->p2p_sseq = calloc((size_t)size, sizeof(uint32_t));
@@ -428,6 +429,7 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)env_long("DEVCOLL_TIMEOUT_MS", 60000);
 	c->chunk = o && o->chunk ? o->chunk : (size_t)env_long("DEVCOLL_CHUNK", 256 << 10);
 	c->small_max = (size_t)env_long("DEVCOLL_SMALL_MAX", 64 << 10);
+	c->spin_us = (int)env_long("DEVCOLL_SPIN_US", 0);
 	c->rxmode = o && o->rx ? o->rx : (rx && !strcmp(rx, "devmem") ? DEVCOLL_RX_DEVMEM : 0);
 	c->algo = DEVCOLL_ALGO_AUTO;
 	if (a && !strcmp(a, "ring"))

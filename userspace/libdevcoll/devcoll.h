@@ -107,6 +107,8 @@ int devcoll_recv(devcoll_comm *c, void *buf, size_t count, enum devcoll_dtype ty
  * thread and return a request. Operations of a communicator run in the
  * order they were started (blocking ones included). The buffers belong to
  * the library until the request completes; the count arrays are copied.
+ * Send/recv have no non-blocking form: queued in order, an irecv before the
+ * matching send of the same pair would wait for itself.
  */
 int devcoll_iallreduce(devcoll_comm *c, const void *send, void *recv, size_t count,
 		       enum devcoll_dtype type, enum devcoll_op op, devcoll_req **req);
@@ -120,6 +122,16 @@ int devcoll_ireduce_scatter(devcoll_comm *c, const void *send, void *recv, size_
 			    enum devcoll_dtype type, enum devcoll_op op, devcoll_req **req);
 int devcoll_ialltoall(devcoll_comm *c, const void *send, void *recv, size_t count,
 		      enum devcoll_dtype type, devcoll_req **req);
+int devcoll_iallgatherv(devcoll_comm *c, const void *send, size_t sendcount, void *recv,
+			const size_t *counts, const size_t *displs, enum devcoll_dtype type,
+			devcoll_req **req);
+int devcoll_ialltoallv(devcoll_comm *c, const void *send, const size_t *sendcounts,
+		       const size_t *sdispls, void *recv, const size_t *recvcounts,
+		       const size_t *rdispls, enum devcoll_dtype type, devcoll_req **req);
+int devcoll_igather(devcoll_comm *c, const void *send, void *recv, size_t count,
+		    enum devcoll_dtype type, int root, devcoll_req **req);
+int devcoll_iscatter(devcoll_comm *c, const void *send, void *recv, size_t count,
+		     enum devcoll_dtype type, int root, devcoll_req **req);
 int devcoll_ibarrier(devcoll_comm *c, devcoll_req **req);
 /* 1 when done (its result in *@status), 0 when not yet. */
 int devcoll_test(devcoll_req *req, int *status);

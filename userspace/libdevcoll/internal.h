@@ -70,6 +70,7 @@ struct devcoll_comm {
 	unsigned int rxmode;
 	enum devcoll_algo algo;
 	size_t small_max;	/* bytes up to which the latency algorithms run */
+	int spin_us;		/* small messages: poll this long before sleeping */
 	uint64_t id;
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;

@@ -73,6 +73,14 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int dc_listen(struct sockaddr_storage *sa, socklen_t len, int *out)
 {
 	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
@@ -419,7 +427,8 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 	struct rstate rs_stack[8], *rs = x->nst <= 8 ? rs_stack : calloc((size_t)x->nst, sizeof(*rs));
 	uint8_t done_stack[64], *donebuf = done_stack;
 	size_t total_chunks = 0, ss = 0, sj = 0, recv_left = 0;
-	int64_t deadline;
+	int64_t deadline, spin_until = 0;
+	bool small = true;
 	int ret = 0;
 
 	if (c->err)
@@ -463,6 +472,8 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 	while ((int)ss < x->nst && !x->st[ss].sptr)
 		ss++;
 	deadline = now_ms() + c->timeout_ms;
+	for (int s = 0; s < x->nst; s++)
+		small &= x->st[s].slen <= c->small_max && x->st[s].rlen <= c->small_max;
 	for (;;) {
 		int progress = 0;
 		bool sending = false;
@@ -524,7 +535,18 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 			break;
 		if (progress) {
 			deadline = now_ms() + c->timeout_ms;
+			spin_until = 0;
 			continue;
+		}
+		/* small messages: poll the sockets a little before sleeping,
+		 * the answer is usually microseconds away */
+		if (c->spin_us && small) {
+			int64_t t = now_us();
+
+			if (!spin_until)
+				spin_until = t + c->spin_us;
+			if (t < spin_until)
+				continue;
 		}
 		struct epoll_event evs[16];
 		int64_t left = deadline - now_ms();

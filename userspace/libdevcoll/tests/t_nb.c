@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Non-blocking operations: several in flight at once, overlapping with
- * computation; test() polls; blocking calls queue behind them in order.
+ * computation; test() polls; blocking calls queue behind them in order;
+ * the v-collectives copy their count arrays when posted.
  */
 #include "common.h"
 
@@ -77,6 +78,90 @@ static int nb(devcoll_comm *c, void *arg)
 			fails++;
 			break;
 		}
+	/* the v-collectives, gather and scatter: count arrays copied at post */
+	{
+		size_t *cnt = malloc(8 * sizeof(size_t)), *dsp = malloc(8 * sizeof(size_t));
+		size_t *sc = malloc(8 * sizeof(size_t)), *sd = malloc(8 * sizeof(size_t));
+		size_t *rc = malloc(8 * sizeof(size_t)), *rd = malloc(8 * sizeof(size_t)), o = 0;
+		int32_t sv[40], gv[400], av[400], bv[400], gat[8 * 3], sca[3], scin[8 * 3];
+		devcoll_req *w[4];
+
+		for (int k = 0; k < W; k++) {
+			cnt[k] = (size_t)k + 2;
+			dsp[k] = o;
+			o += cnt[k] + 1;
+			sc[k] = (size_t)(r + k) % 3 + 1;
+			rc[k] = (size_t)(k + r) % 3 + 1;
+			sd[k] = (size_t)k * 4;
+			rd[k] = (size_t)k * 5;
+		}
+		for (int i = 0; i < 40; i++)
+			sv[i] = r * 100 + i;
+		for (int i = 0; i < W * 4; i++)
+			av[i] = r * 1000 + i;
+		for (int i = 0; i < 3 * W; i++)
+			scin[i] = i * 7;
+		int32_t g3[3] = { r, r + 1, r + 2 };
+
+		if (devcoll_iallgatherv(c, sv, cnt[r], gv, cnt, dsp, DEVCOLL_INT32, &w[0]) ||
+		    devcoll_ialltoallv(c, av, sc, sd, bv, rc, rd, DEVCOLL_INT32, &w[1]) ||
+		    devcoll_igather(c, g3, gat, 3, DEVCOLL_INT32, W - 1, &w[2]) ||
+		    devcoll_iscatter(c, scin, sca, 3, DEVCOLL_INT32, 0, &w[3])) {
+			fprintf(stderr, "  rank %d: post v: %s\n", r, devcoll_last_error());
+			return 1;
+		}
+		size_t keep_cnt[8], keep_dsp[8], keep_rc[8], keep_rd[8];
+
+		memcpy(keep_cnt, cnt, sizeof(keep_cnt));
+		memcpy(keep_dsp, dsp, sizeof(keep_dsp));
+		memcpy(keep_rc, rc, sizeof(keep_rc));
+		memcpy(keep_rd, rd, sizeof(keep_rd));
+		/* the arrays are the library's copies now */
+		memset(cnt, 0xff, 8 * sizeof(size_t));
+		memset(sc, 0xff, 8 * sizeof(size_t));
+		free(cnt);
+		free(dsp);
+		free(sc);
+		free(sd);
+		free(rc);
+		free(rd);
+		for (int i = 0; i < 4; i++)
+			if (devcoll_wait(w[i])) {
+				fprintf(stderr, "  rank %d: v request %d: %s\n", r, i, devcoll_last_error());
+				fails++;
+			}
+		for (int k = 0; k < W; k++) {
+			for (size_t i = 0; i < keep_cnt[k]; i++)
+				if (gv[keep_dsp[k] + i] != k * 100 + (int)i) {
+					fprintf(stderr, "  rank %d: iallgatherv wrong\n", r);
+					fails++;
+					k = W;
+					break;
+				}
+		}
+		for (int k = 0; k < W; k++)
+			for (size_t i = 0; i < keep_rc[k]; i++)
+				if (bv[keep_rd[k] + i] != k * 1000 + r * 4 + (int)i) {
+					fprintf(stderr, "  rank %d: ialltoallv wrong\n", r);
+					fails++;
+					k = W;
+					break;
+				}
+		for (int k = 0; r == W - 1 && k < W; k++)
+			for (int i = 0; i < 3; i++)
+				if (gat[k * 3 + i] != k + i) {
+					fprintf(stderr, "  rank %d: igather wrong\n", r);
+					fails++;
+					k = W;
+					break;
+				}
+		for (int i = 0; i < 3; i++)
+			if (sca[i] != (r * 3 + i) * 7) {
+				fprintf(stderr, "  rank %d: iscatter wrong\n", r);
+				fails++;
+				break;
+			}
+	}
 	if (r == 0)
 		printf("  rank 0 computed through %ld polls while the allreduce ran\n", polls);
 	free(a);
