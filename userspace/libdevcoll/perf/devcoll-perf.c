@@ -395,8 +395,15 @@ int main(int argc, char **argv)
 			printf(" %9.1f %8.3f", g->us, g->bus);
 		else
 			printf(" %9s %8s", "-", "-");
-		printf(" %8s %8s\n", o && o->bus > 0 ? ({ static char b1[16]; snprintf(b1, 16, "%.2f", d->bus / o->bus); b1; }) : "-",
-		       g && g->bus > 0 ? ({ static char b2[16]; snprintf(b2, 16, "%.2f", d->bus / g->bus); b2; }) : "-");
+		/* busbw ratio = time ratio at the same size (busbw is rounded in
+		 * the backends' output, times are not) */
+		char r1[16] = "-", r2[16] = "-";
+
+		if (o && d->us > 0)
+			snprintf(r1, sizeof(r1), "%.2f", o->us / d->us);
+		if (g && d->us > 0)
+			snprintf(r2, sizeof(r2), "%.2f", g->us / d->us);
+		printf(" %8s %8s\n", r1, r2);
 	}
 	if (plot) {
 		char gp[4400], cmd[9000];
