@@ -106,7 +106,7 @@ static void split_even(size_t count, int n, size_t es, size_t *off, size_t *len)
 
 static int want_small(devcoll_comm *c, size_t bytes, size_t count)
 {
-	if (c->algo == DEVCOLL_ALGO_RING)
+	if (c->algo == DEVCOLL_ALGO_RING || c->algo == DEVCOLL_ALGO_HD)
 		return 0;
 	if (c->algo == DEVCOLL_ALGO_RD || c->algo == DEVCOLL_ALGO_TREE)
 		return 1;
@@ -194,6 +194,75 @@ static int rd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tm
 	return 0;
 }
 
+/* Recursive halving reduce-scatter, then recursive doubling allgather
+ * (Rabenseifner), over p = the largest power of two <= n ranks; the others
+ * fold in first like recursive doubling. Each rank ends the halving with
+ * 1/p of the vector reduced, so it moves 2(p-1)/p of it in 2 log p steps. */
+static int hd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t count,
+			size_t es, reduce_fn red)
+{
+	int n = c->size, r = c->rank, p = 1, rem, nr, ret, logp = 0;
+	size_t bytes = count * es, *off, *len;
+
+	while (p * 2 <= n) {
+		p *= 2;
+		logp++;
+	}
+	rem = n - p;
+	if (r < 2 * rem) {
+		if (!(r & 1)) {
+			ret = sendrecv(c, t, 0, r + 1, buf, bytes, -1, NULL, 0);
+			if (!ret)
+				ret = sendrecv(c, t, 63, -1, NULL, 0, r + 1, buf, bytes);
+			return ret;
+		}
+		ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
+		if (ret)
+			return ret;
+		red(buf, tmp, count);
+		nr = r / 2;
+	} else {
+		nr = r - rem;
+	}
+	off = calloc((size_t)(2 * p + 2), sizeof(size_t));
+	if (!off)
+		return dc_fail(-ENOMEM, "out of memory");
+	len = off + p + 1;
+	split_even(count, p, es, off, len);
+	off[p] = bytes;
+	/* blocks [lo, hi) are this rank's; halve them */
+	int lo = 0, hi = p, i = 0;
+
+	ret = 0;
+	for (int mask = p / 2; mask > 0 && !ret; mask >>= 1, i++) {
+		int np = nr ^ mask, peer = np < rem ? np * 2 + 1 : np + rem, mid = (lo + hi) / 2;
+		int klo = nr & mask ? mid : lo, khi = nr & mask ? hi : mid;
+		int slo = nr & mask ? lo : mid, shi = nr & mask ? mid : hi;
+
+		ret = sendrecv(c, t, 1 + (uint32_t)i, peer, buf + off[slo], off[shi] - off[slo], peer,
+			       tmp, off[khi] - off[klo]);
+		if (!ret)
+			red(buf + off[klo], tmp, (off[khi] - off[klo]) / es);
+		lo = klo;
+		hi = khi;
+	}
+	/* and double them back */
+	for (int mask = 1, j = 0; mask < p && !ret; mask <<= 1, j++) {
+		int np = nr ^ mask, peer = np < rem ? np * 2 + 1 : np + rem, w = hi - lo;
+		int plo = nr & mask ? lo - w : hi, phi = nr & mask ? lo : hi + w;
+
+		ret = sendrecv(c, t, 20 + (uint32_t)j, peer, buf + off[lo], off[hi] - off[lo], peer,
+			       buf + off[plo], off[phi] - off[plo]);
+		lo = lo < plo ? lo : plo;
+		hi = hi > phi ? hi : phi;
+	}
+	free(off);
+	(void)logp;
+	if (!ret && r < 2 * rem)
+		ret = sendrecv(c, t, 63, r - 1, buf, bytes, -1, NULL, 0);
+	return ret;
+}
+
 static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
 {
 	size_t es = devcoll_dtype_size(o->type), bytes = o->count * es;
@@ -202,7 +271,7 @@ static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
 	int n = c->size, ret;
 	char *tmp;
 
-	bool ring_path = n > 1 && !want_small(c, bytes, o->count);
+	bool ring_path = n > 1 && c->algo != DEVCOLL_ALGO_HD && !want_small(c, bytes, o->count);
 	/* the ring reads an out-of-place send buffer itself */
 	const char *src = ring_path && o->recv != o->send ? o->send : NULL;
 
@@ -210,7 +279,12 @@ static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
 		memmove(o->recv, o->send, bytes);
 	if (n == 1)
 		return 0;
-	if (want_small(c, bytes, o->count) && c->algo != DEVCOLL_ALGO_TREE) {
+	if (c->algo == DEVCOLL_ALGO_HD) {
+		tmp = scratch(c, bytes);
+		if (!tmp)
+			return dc_fail(-ENOMEM, "out of memory");
+		ret = hd_allreduce(c, &t, o->recv, tmp, o->count, es, red);
+	} else if (want_small(c, bytes, o->count) && c->algo != DEVCOLL_ALGO_TREE) {
 		tmp = scratch(c, bytes);
 		if (!tmp)
 			return dc_fail(-ENOMEM, "out of memory");

@@ -438,8 +438,10 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 		c->algo = DEVCOLL_ALGO_RD;
 	else if (a && !strcmp(a, "tree"))
 		c->algo = DEVCOLL_ALGO_TREE;
+	else if (a && !strcmp(a, "hd"))
+		c->algo = DEVCOLL_ALGO_HD;
 	else if (a && *a && strcmp(a, "auto"))
-		return dc_fail(-EINVAL, "DEVCOLL_ALGO=%s: want ring, rd, tree or auto", a);
+		return dc_fail(-EINVAL, "DEVCOLL_ALGO=%s: want ring, rd, hd, tree or auto", a);
 	if (c->nconns < 1 || c->nconns > 64)
 		return dc_fail(-EINVAL, "DEVCOLL_NCONNS: 1 to 64 connections per peer");
 	if (c->timeout_ms <= 0)

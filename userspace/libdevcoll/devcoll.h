@@ -31,8 +31,12 @@ enum devcoll_dtype {
 
 enum devcoll_op { DEVCOLL_SUM, DEVCOLL_PROD, DEVCOLL_MIN, DEVCOLL_MAX, DEVCOLL_AVG, DEVCOLL_NOPS };
 
-/* Algorithms (DEVCOLL_ALGO=ring|rd|tree|auto overrides the choice). */
-enum devcoll_algo { DEVCOLL_ALGO_AUTO, DEVCOLL_ALGO_RING, DEVCOLL_ALGO_RD, DEVCOLL_ALGO_TREE };
+/* Algorithms of allreduce (DEVCOLL_ALGO=ring|rd|hd|tree|auto overrides the
+ * choice): ring, recursive doubling, recursive halving-doubling, binomial
+ * reduce + broadcast. */
+enum devcoll_algo {
+	DEVCOLL_ALGO_AUTO, DEVCOLL_ALGO_RING, DEVCOLL_ALGO_RD, DEVCOLL_ALGO_TREE, DEVCOLL_ALGO_HD,
+};
 
 /* Receive path of the data connections. */
 #define DEVCOLL_RX_PLAIN	0	/* recv() into host memory */

@@ -3,7 +3,7 @@
  * Every collective x type x op x size x world size 1..8 on loopback, against
  * a reference computed locally (exact for integers, bounded error for
  * floats). The default run samples the matrix; DEVCOLL_FULL=1 runs it all.
- * Worlds alternate the algorithm choice (auto, ring, rd, tree) through
+ * Worlds alternate the algorithm choice (auto, ring, rd, tree, hd) through
  * DEVCOLL_ALGO.
  */
 #include "common.h"
@@ -325,18 +325,53 @@ static int large(devcoll_comm *comm, void *arg)
 	return fails;
 }
 
+/* allreduce alone, every type, sum and max, a few counts: for each
+ * algorithm on each world size */
+static int algo_check(devcoll_comm *comm, void *arg)
+{
+	static const size_t cn[] = { 0, 1, 5, 17, 1031, 20000 };
+	struct ctx x = { 0 };
+	int r = devcoll_comm_rank(comm), W = devcoll_comm_size(comm);
+
+	(void)arg;
+	x.a = malloc(20000 * 8);
+	x.b = malloc(20000 * 8);
+	for (int t = 0; t < DEVCOLL_NTYPES; t++)
+		for (unsigned int ci = 0; ci < sizeof(cn) / sizeof(cn[0]); ci++)
+			for (int op = DEVCOLL_SUM; op <= DEVCOLL_AVG; op += 3) {
+				size_t n = cn[ci];
+				int ret;
+
+				fill((enum devcoll_dtype)t, x.a, n, r, (enum devcoll_op)op, 0);
+				ret = devcoll_allreduce(comm, x.a, ci & 1 ? x.a : x.b, n, (enum devcoll_dtype)t,
+							(enum devcoll_op)op);
+				for (size_t i = 0; !ret && i < n; i++)
+					if (check_one((enum devcoll_dtype)t, (enum devcoll_op)op, W,
+						      ci & 1 ? x.a : x.b, i, i)) {
+						ret = -1;
+						break;
+					}
+				if (ret)
+					FAIL(&x, "allreduce %s %s n=%zu: %s", devcoll_dtype_name(t),
+					     devcoll_op_name(op), n, ret == -1 ? "wrong" : devcoll_last_error());
+			}
+	free(x.a);
+	free(x.b);
+	return x.fails ? 1 : 0;
+}
+
 int main(void)
 {
-	static const char *const algos[] = { "auto", "ring", "rd", "tree" };
+	static const char *const algos[] = { "auto", "ring", "rd", "tree", "hd" };
 	struct devcoll_opts o = { .timeout_ms = 30000 };
 	int worlds[] = { 1, 2, 3, 4, 5, 6, 7, 8 }, st[8], fails = 0;
 
 	full = getenv("DEVCOLL_FULL") && atoi(getenv("DEVCOLL_FULL"));
 	/* default: each world with the next algorithm; full: every algorithm */
-	for (unsigned int wi = 0; wi < (full ? 4 : 1) * sizeof(worlds) / sizeof(worlds[0]); wi++) {
+	for (unsigned int wi = 0; wi < (full ? 5 : 1) * sizeof(worlds) / sizeof(worlds[0]); wi++) {
 		unsigned int w = wi % (sizeof(worlds) / sizeof(worlds[0]));
 		int n = worlds[w];
-		const char *algo = algos[algo_idx++ % 4];
+		const char *algo = algos[algo_idx++ % 5];
 		double t0 = now_s();
 
 		if (full)
@@ -350,6 +385,24 @@ int main(void)
 
 		printf("%s: matrix, %d ranks, DEVCOLL_ALGO=%s, %u conns/peer (%.1f s)\n",
 		       bad ? "FAIL" : "ok", n, algo, o.nconns, now_s() - t0);
+		fails += bad;
+	}
+	/* every allreduce algorithm on every world size */
+	{
+		double t0 = now_s();
+		int bad = 0;
+
+		for (int a = 1; a < 5; a++)
+			for (int n = 2; n <= 8; n++) {
+				setenv("DEVCOLL_ALGO", algos[a], 1);
+				o.nconns = (unsigned int)(n % 3) + 1;
+				if (run_world(n, &o, algo_check, NULL, st, 120)) {
+					printf("FAIL: allreduce with DEVCOLL_ALGO=%s on %d ranks\n", algos[a], n);
+					bad++;
+				}
+			}
+		printf("%s: allreduce with ring, rd, tree and hd on 2 to 8 ranks (%.1f s)\n",
+		       bad ? "FAIL" : "ok", now_s() - t0);
 		fails += bad;
 	}
 	unsetenv("DEVCOLL_ALGO");
