@@ -4,7 +4,8 @@
  * script; DEVCOLL_RX=devmem for the devmem receive path): collectives over
  * every type and op with sizes up to 16 MiB, each checked against the
  * reference, and a hash of every result printed, so the script can compare
- * the devmem run with the plain one. Exit 0 when all results are right.
+ * the devmem run with the plain one; then an allreduce on a dup'ed
+ * communicator. Exit 0 when all results are right.
  */
 #include "common.h"
 
@@ -102,6 +103,27 @@ int main(void)
 		}
 	fails += ret != 0;
 	printf("broadcast %016llx %s\n", (unsigned long long)fnv(a, n), ret ? "FAIL" : "ok");
+	/* a dup'ed communicator (with devmem: sharing the binding) */
+	devcoll_comm *d2;
+
+	ret = devcoll_comm_dup(c, &d2);
+	if (ret) {
+		fprintf(stderr, "dup: %s\n", devcoll_last_error());
+		fails++;
+	} else {
+		size_t m = 1u << 20;
+
+		fill(DEVCOLL_FP32, a, m, r, DEVCOLL_SUM, 0);
+		ret = devcoll_allreduce(d2, a, b, m, DEVCOLL_FP32, DEVCOLL_SUM);
+		for (size_t i = 0; !ret && i < m; i++)
+			if (check_one(DEVCOLL_FP32, DEVCOLL_SUM, W, b, i, i)) {
+				ret = -1;
+				break;
+			}
+		fails += ret != 0;
+		printf("dup allreduce %016llx %s\n", (unsigned long long)fnv(b, m * 4), ret ? "FAIL" : "ok");
+		devcoll_comm_destroy(d2);
+	}
 	ret = devcoll_barrier(c);
 	fails += ret != 0;
 	devcoll_comm_destroy(c);

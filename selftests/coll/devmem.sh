@@ -5,7 +5,7 @@
 # (every connection steered to queue 6, a udmabuf bound there, reductions
 # reading the fragments in place). Both runs must be right and the devmem
 # run must give the same results as the plain one, with its payload through
-# the dma-buf.
+# the dma-buf; a dup'ed communicator shares the binding.
 . "$(dirname "$0")/../lib.sh"
 
 prog=/devtcp/selftests/coll/coll_check

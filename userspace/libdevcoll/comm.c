@@ -452,13 +452,13 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 	return 0;
 }
 
-static int finish(devcoll_comm *c, int lfd)
+static int finish(devcoll_comm *c, int lfd, const devcoll_comm *parent)
 {
 	int ret = dc_mesh(c, lfd, c->eps);
 
 	close(lfd);
 	if (!ret && c->rxmode == DEVCOLL_RX_DEVMEM)
-		ret = dc_dm_setup(c);
+		ret = dc_dm_setup(c, parent);
 	return ret;
 }
 
@@ -501,7 +501,7 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 		}
 	}
 	if (lfd >= 0) {
-		ret = finish(c, lfd);
+		ret = finish(c, lfd, NULL);
 		if (ret) {
 			dc_comm_free(c);
 			return ret;
@@ -572,7 +572,7 @@ DEVCOLL_EXPORT int devcoll_comm_split(devcoll_comm *p, int color, int key, devco
 			c->eps[i].len = sa_len(&all[mem[i]].sa);
 		}
 		if (n > 1) {
-			ret = finish(c, lfd);
+			ret = finish(c, lfd, p);
 			lfd = -1;
 		}
 	}

@@ -10,9 +10,11 @@
  * batches (libdevmem coalesces them).
  *
  * The NIC must be prepared (header split, RSS off the queue, ntuple on:
- * `devmem nic setup IFACE --reserve K`).
+ * `devmem nic setup IFACE --reserve K`). Communicators split or dup'ed
+ * from one share its binding (a queue takes one) and add their own rules.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +26,22 @@
 #define DM_MAXFRAGS 256
 #define DM_LINEAR (64 << 10)
 
-struct dm_state {
+/* The binding, shared by a communicator and those split or dup'ed from it
+ * (a queue takes one binding): freed with its last user. */
+struct dm_core {
 	struct devmem_nic *nic;
 	struct devmem_mem *mem;
 	struct devmem_binding *binding;
 	const char *map;
+	unsigned int queue;
+	pthread_mutex_t lock;	/* the nic handle's rules */
+	int refs;
+};
+
+struct dm_state {
+	struct dm_core *core;
+	struct devmem_nic *nic;	/* the core's */
+	const char *map;	/* the core's */
 	uint32_t *rules;
 	unsigned int nrules;
 	struct devmem_frag frags[DM_MAXFRAGS];
@@ -78,17 +91,75 @@ static void flow_of(int fd, struct devmem_flow *f)
 	}
 }
 
-int dc_dm_setup(devcoll_comm *c)
+static void core_put(struct dm_core *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	int left = --k->refs;
+
+	pthread_mutex_unlock(&k->lock);
+	if (left)
+		return;
+	if (k->map)
+		devmem_cpu_end(k->mem, DEVMEM_CPU_READ);
+	if (k->binding)
+		devmem_unbind(k->binding);
+	if (k->mem)
+		devmem_mem_free(k->mem);
+	if (k->nic)
+		devmem_nic_close(k->nic, false);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
+
+static int core_new(struct dm_core **out)
 {
 	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
 	unsigned int q = (unsigned int)env_long("DEVCOLL_DEVMEM_QUEUE", -1);
 	size_t size = (size_t)env_long("DEVCOLL_DEVMEM_SIZE", 64 << 20);
-	struct dm_state *d;
-	int ret, nc = c->size * (int)c->nconns;
+	struct dm_core *k;
+	int ret;
 
 	if (!ifname)
 		return dc_fail(-EINVAL, "DEVCOLL_RX=devmem needs DEVCOLL_DEVMEM_IFACE (the NIC to "
 			       "receive on) and DEVCOLL_DEVMEM_QUEUE (its queue for devmem)");
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return dc_fail(-ENOMEM, "out of memory");
+	pthread_mutex_init(&k->lock, NULL);
+	k->refs = 1;
+	*out = k;
+	ret = devmem_nic_open(&k->nic, ifname);
+	if (ret)
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	if (q == (unsigned int)-1) {
+		struct devmem_nic_state st;
+
+		ret = devmem_nic_state(k->nic, &st);
+		if (ret)
+			return dc_fail(ret, "devmem: %s", devmem_last_error());
+		q = st.rx_queues - 1;
+	}
+	k->queue = q;
+	ret = devmem_mem_udmabuf(&k->mem, size, 0);
+	if (ret)
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	ret = devmem_bind_rx(&k->binding, k->nic, k->mem, &q, 1);
+	if (ret)
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	k->map = devmem_cpu_begin(k->mem, DEVMEM_CPU_READ);
+	if (!k->map)
+		return dc_fail(-EIO, "devmem: %s", devmem_last_error());
+	return 0;
+}
+
+int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
+{
+	struct dm_state *d;
+	int ret, nc = c->size * (int)c->nconns;
+	unsigned int q;
+
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return dc_fail(-ENOMEM, "out of memory");
@@ -100,26 +171,19 @@ int dc_dm_setup(devcoll_comm *c)
 	d->linear = malloc(DM_LINEAR);
 	if (!d->rules || !d->carry || !d->carry_len || !d->linear)
 		return dc_fail(-ENOMEM, "out of memory");
-	ret = devmem_nic_open(&d->nic, ifname);
-	if (ret)
-		return dc_fail(ret, "devmem: %s", devmem_last_error());
-	if (q == (unsigned int)-1) {
-		struct devmem_nic_state st;
-
-		ret = devmem_nic_state(d->nic, &st);
+	if (parent && parent->dm) {
+		d->core = ((struct dm_state *)parent->dm)->core;
+		pthread_mutex_lock(&d->core->lock);
+		d->core->refs++;
+		pthread_mutex_unlock(&d->core->lock);
+	} else {
+		ret = core_new(&d->core);
 		if (ret)
-			return dc_fail(ret, "devmem: %s", devmem_last_error());
-		q = st.rx_queues - 1;
+			return ret;
 	}
-	ret = devmem_mem_udmabuf(&d->mem, size, 0);
-	if (ret)
-		return dc_fail(ret, "devmem: %s", devmem_last_error());
-	ret = devmem_bind_rx(&d->binding, d->nic, d->mem, &q, 1);
-	if (ret)
-		return dc_fail(ret, "devmem: %s", devmem_last_error());
-	d->map = devmem_cpu_begin(d->mem, DEVMEM_CPU_READ);
-	if (!d->map)
-		return dc_fail(-EIO, "devmem: %s", devmem_last_error());
+	d->nic = d->core->nic;
+	d->map = d->core->map;
+	q = d->core->queue;
 	for (int i = 0; i < nc; i++) {
 		struct conn *k = &c->conns[i];
 		struct devmem_flow f;
@@ -128,7 +192,9 @@ int dc_dm_setup(devcoll_comm *c)
 		if (k->fd < 0)
 			continue;
 		flow_of(k->fd, &f);
+		pthread_mutex_lock(&d->core->lock);
 		ret = devmem_nic_flow_add(d->nic, &f, &t, &d->rules[d->nrules]);
+		pthread_mutex_unlock(&d->core->lock);
 		if (ret)
 			return dc_fail(ret, "devmem: steering the connection from rank %d: %s", k->peer,
 				       devmem_last_error());
@@ -154,16 +220,13 @@ void dc_dm_free(devcoll_comm *c)
 			devmem_rx_close(c->conns[i].drx);
 			c->conns[i].drx = NULL;
 		}
-	for (unsigned int i = 0; i < d->nrules; i++)
-		devmem_nic_flow_del(d->nic, d->rules[i]);
-	if (d->map)
-		devmem_cpu_end(d->mem, DEVMEM_CPU_READ);
-	if (d->binding)
-		devmem_unbind(d->binding);
-	if (d->mem)
-		devmem_mem_free(d->mem);
-	if (d->nic)
-		devmem_nic_close(d->nic, false);
+	if (d->core) {
+		pthread_mutex_lock(&d->core->lock);
+		for (unsigned int i = 0; i < d->nrules; i++)
+			devmem_nic_flow_del(d->nic, d->rules[i]);
+		pthread_mutex_unlock(&d->core->lock);
+		core_put(d->core);
+	}
 	free(d->rules);
 	free(d->carry);
 	free(d->carry_len);

@@ -136,7 +136,7 @@ int dc_sendrecv(devcoll_comm *c, const struct wire_hdr *tmpl, int speer, const v
 		size_t slen, int rpeer, void *rbuf, size_t rlen);
 
 /* devmem path (dm.c) */
-int dc_dm_setup(devcoll_comm *c);
+int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);
 void dc_dm_free(devcoll_comm *c);
 /* Receives a header or payload of a devmem connection: like recv(). With @red
  * it reduces the bytes into @dst instead of copying them. */
