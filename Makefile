@@ -5,6 +5,7 @@
 #   make check      host tests + VM selftests; ends with "N passed, N failed"
 #   make demo       bring up a devtcp NIC pair in the VM and move data over it
 #   make bench      benchmarks in the VM: devtcp pair vs veth, devmem vs plain receive
+#   make bench-coll libdevcoll vs Open MPI and Gloo on the host (loopback, veth)
 #   make checkpatch checkpatch.pl --strict over the kernel sources
 #
 # Building for a real host's running kernel instead of the test kernel:
@@ -28,6 +29,7 @@ userspace: provision
 	@$(MAKE) -s -C selftests/net
 	@$(MAKE) -s -C selftests/libdevmem
 	@$(MAKE) -s -C selftests/rdpm
+	@$(MAKE) -s -C selftests/coll
 
 check: all
 	@selftests/check
@@ -37,6 +39,9 @@ demo: all
 
 bench: all
 	@selftests/bench/run
+
+bench-coll: userspace
+	@selftests/bench/coll
 
 checkpatch: provision
 	@selftests/checkpatch.sh
@@ -50,5 +55,6 @@ clean:
 	@$(MAKE) -s -C selftests/rdpm clean
 	@$(MAKE) -s -C selftests/net clean
 	@$(MAKE) -s -C selftests/libdevmem clean
+	@$(MAKE) -s -C selftests/coll clean
 
-.PHONY: all provision modules userspace check demo bench checkpatch clean
+.PHONY: all provision modules userspace check demo bench bench-coll checkpatch clean

@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The collectives: ring (segmented, chunk-pipelined, reduction as chunks
+ * land) for large messages, recursive doubling and binomial trees for small
+ * ones, pairwise exchange for alltoall; and the request queue that runs
+ * non-blocking operations on a progress thread in order.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+struct op {
+	int kind;
+	const void *send;
+	void *recv;
+	size_t count, count2;
+	enum devcoll_dtype type;
+	enum devcoll_op rop;
+	int root;		/* also the peer of send/recv */
+	uint32_t tag;
+	size_t *v;		/* v-variants: counts and displacements (owned) */
+	const size_t *counts, *displs, *scounts, *sdispls;
+};
+
+static char *scratch(devcoll_comm *c, size_t len)
+{
+	if (len > c->tmp_len) {
+		char *p = realloc(c->tmp, len);
+
+		if (!p)
+			return NULL;
+		c->tmp = p;
+		c->tmp_len = len;
+	}
+	return c->tmp ? c->tmp : (char *)"";
+}
+
+static struct wire_hdr tmpl(devcoll_comm *c, int kind, const struct op *o)
+{
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC, .seq = c->seq, .kind = (uint8_t)kind,
+		.op = (uint8_t)(kind == K_ALLREDUCE || kind == K_REDUCE || kind == K_RSCATTER ? o->rop : 0),
+		.dtype = (uint8_t)o->type, .count = o->count, .tag = (uint32_t)o->root,
+	};
+	return h;
+}
+
+#define MOD(a, n) ((((a) % (n)) + (n)) % (n))
+
+static int sendrecv(devcoll_comm *c, struct wire_hdr *t, uint32_t step, int sp, const void *sb,
+		    size_t sl, int rp, void *rb, size_t rl)
+{
+	t->step = step;
+	return dc_sendrecv(c, t, sp, sb, sl, rp, rb, rl);
+}
+
+/* Ring over segments (offsets/lengths in bytes) of @buf. Reduce-scatter:
+ * n-1 steps, step s sends segment (r + rs0 - s) and reduces the one before
+ * it into @buf; allgather likewise without reduction. Chunk j of a step goes
+ * out as soon as chunk j of the previous step's receive is in. */
+static int ring(devcoll_comm *c, struct wire_hdr *t, uint32_t base, char *buf, const char *src,
+		char *tmp, const size_t *off, const size_t *len, int rs0, bool do_rs, int ag0,
+		bool do_ag, reduce_fn red, size_t es)
+{
+	int n = c->size, r = c->rank, ns = 0;
+	struct step *st = calloc((size_t)(2 * n), sizeof(*st));
+	struct xfer x = { .speer = MOD(r + 1, n), .rpeer = MOD(r - 1, n), .st = st,
+			  .red = red, .esize = es, .tmpl = *t };
+	int ret;
+
+	if (!st)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int s = 0; do_rs && s < n - 1; s++, ns++) {
+		int sseg = MOD(r + rs0 - s, n), rseg = MOD(r + rs0 - s - 1, n);
+
+		/* out of place (@src): the first step sends this rank's data from
+		 * @src, and each reduction starts from it */
+		st[ns] = (struct step){ (src && s == 0 ? src : buf) + off[sseg], len[sseg],
+					buf + off[rseg], len[rseg], tmp, ns > 0,
+					src ? src + off[rseg] : NULL };
+	}
+	for (int s = 0; do_ag && s < n - 1; s++, ns++) {
+		int sseg = MOD(r + ag0 - s, n), rseg = MOD(r + ag0 - s - 1, n);
+
+		st[ns] = (struct step){ buf + off[sseg], len[sseg], buf + off[rseg], len[rseg],
+					NULL, ns > 0, NULL };
+	}
+	x.nst = ns;
+	x.tmpl.step = base;
+	ret = dc_run(c, &x);
+	free(st);
+	return ret;
+}
+
+static void split_even(size_t count, int n, size_t es, size_t *off, size_t *len)
+{
+	size_t base = count / (size_t)n, rem = count % (size_t)n, o = 0;
+
+	for (int i = 0; i < n; i++) {
+		len[i] = (base + ((size_t)i < rem)) * es;
+		off[i] = o;
+		o += len[i];
+	}
+}
+
+static int want_small(devcoll_comm *c, size_t bytes, size_t count)
+{
+	if (c->algo == DEVCOLL_ALGO_RING || c->algo == DEVCOLL_ALGO_HD)
+		return 0;
+	if (c->algo == DEVCOLL_ALGO_RD || c->algo == DEVCOLL_ALGO_TREE)
+		return 1;
+	return bytes <= c->small_max || count < (size_t)c->size;
+}
+
+/* Binomial-tree reduce of @acc (bytes) to @root, using @tmp; step = level. */
+static int tree_reduce(devcoll_comm *c, struct wire_hdr *t, char *acc, char *tmp, size_t bytes,
+		       int root, reduce_fn red, size_t es)
+{
+	int n = c->size, vr = MOD(c->rank - root, n), ret = 0;
+	uint32_t lvl = 0;
+
+	for (int mask = 1; mask < n; mask <<= 1, lvl++) {
+		if (vr & mask)
+			return sendrecv(c, t, 100 + lvl, MOD(vr - mask + root, n), acc, bytes, -1, NULL, 0);
+		if ((vr | mask) < n) {
+			ret = sendrecv(c, t, 100 + lvl, -1, NULL, 0, MOD((vr | mask) + root, n), tmp, bytes);
+			if (ret)
+				return ret;
+			red(acc, tmp, bytes / es);
+		}
+	}
+	return 0;
+}
+
+static int tree_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t bytes, int root)
+{
+	int n = c->size, vr = MOD(c->rank - root, n), mask = 1, ret;
+	uint32_t lvl = 0;
+
+	while (mask < n && !(vr & mask)) {
+		mask <<= 1;
+		lvl++;
+	}
+	if (vr) {	/* from the parent: clear the lowest set bit */
+		ret = sendrecv(c, t, 200 + lvl, -1, NULL, 0, MOD(vr - mask + root, n), buf, bytes);
+		if (ret)
+			return ret;
+	}
+	for (mask >>= 1, lvl--; mask > 0; mask >>= 1, lvl--)
+		if (vr + mask < n) {
+			ret = sendrecv(c, t, 200 + lvl, MOD(vr + mask + root, n), buf, bytes, -1, NULL, 0);
+			if (ret)
+				return ret;
+		}
+	return 0;
+}
+
+/* Recursive doubling; ranks beyond the largest power of two fold in first. */
+static int rd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t bytes,
+			reduce_fn red, size_t es)
+{
+	int n = c->size, r = c->rank, p = 1, rem, nr, ret;
+	uint32_t step = 1;
+
+	while (p * 2 <= n)
+		p *= 2;
+	rem = n - p;
+	if (r < 2 * rem) {
+		if (!(r & 1)) {
+			ret = sendrecv(c, t, 0, r + 1, buf, bytes, -1, NULL, 0);
+			if (!ret)
+				ret = sendrecv(c, t, 63, -1, NULL, 0, r + 1, buf, bytes);
+			return ret;
+		}
+		ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
+		if (ret)
+			return ret;
+		red(buf, tmp, bytes / es);
+		nr = r / 2;
+	} else {
+		nr = r - rem;
+	}
+	for (int mask = 1; mask < p; mask <<= 1, step++) {
+		int np = nr ^ mask, peer = np < rem ? np * 2 + 1 : np + rem;
+
+		ret = sendrecv(c, t, step, peer, buf, bytes, peer, tmp, bytes);
+		if (ret)
+			return ret;
+		red(buf, tmp, bytes / es);
+	}
+	if (r < 2 * rem)
+		return sendrecv(c, t, 63, r - 1, buf, bytes, -1, NULL, 0);
+	return 0;
+}
+
+/* Recursive halving reduce-scatter, then recursive doubling allgather
+ * (Rabenseifner), over p = the largest power of two <= n ranks; the others
+ * fold in first like recursive doubling. Each rank ends the halving with
+ * 1/p of the vector reduced, so it moves 2(p-1)/p of it in 2 log p steps. */
+static int hd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t count,
+			size_t es, reduce_fn red)
+{
+	int n = c->size, r = c->rank, p = 1, rem, nr, ret, logp = 0;
+	size_t bytes = count * es, *off, *len;
+
+	while (p * 2 <= n) {
+		p *= 2;
+		logp++;
+	}
+	rem = n - p;
+	if (r < 2 * rem) {
+		if (!(r & 1)) {
+			ret = sendrecv(c, t, 0, r + 1, buf, bytes, -1, NULL, 0);
+			if (!ret)
+				ret = sendrecv(c, t, 63, -1, NULL, 0, r + 1, buf, bytes);
+			return ret;
+		}
+		ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
+		if (ret)
+			return ret;
+		red(buf, tmp, count);
+		nr = r / 2;
+	} else {
+		nr = r - rem;
+	}
+	off = calloc((size_t)(2 * p + 2), sizeof(size_t));
+	if (!off)
+		return dc_fail(-ENOMEM, "out of memory");
+	len = off + p + 1;
+	split_even(count, p, es, off, len);
+	off[p] = bytes;
+	/* blocks [lo, hi) are this rank's; halve them */
+	int lo = 0, hi = p, i = 0;
+
+	ret = 0;
+	for (int mask = p / 2; mask > 0 && !ret; mask >>= 1, i++) {
+		int np = nr ^ mask, peer = np < rem ? np * 2 + 1 : np + rem, mid = (lo + hi) / 2;
+		int klo = nr & mask ? mid : lo, khi = nr & mask ? hi : mid;
+		int slo = nr & mask ? lo : mid, shi = nr & mask ? mid : hi;
+
+		ret = sendrecv(c, t, 1 + (uint32_t)i, peer, buf + off[slo], off[shi] - off[slo], peer,
+			       tmp, off[khi] - off[klo]);
+		if (!ret)
+			red(buf + off[klo], tmp, (off[khi] - off[klo]) / es);
+		lo = klo;
+		hi = khi;
+	}
+	/* and double them back */
+	for (int mask = 1, j = 0; mask < p && !ret; mask <<= 1, j++) {
+		int np = nr ^ mask, peer = np < rem ? np * 2 + 1 : np + rem, w = hi - lo;
+		int plo = nr & mask ? lo - w : hi, phi = nr & mask ? lo : hi + w;
+
+		ret = sendrecv(c, t, 20 + (uint32_t)j, peer, buf + off[lo], off[hi] - off[lo], peer,
+			       buf + off[plo], off[phi] - off[plo]);
+		lo = lo < plo ? lo : plo;
+		hi = hi > phi ? hi : phi;
+	}
+	free(off);
+	(void)logp;
+	if (!ret && r < 2 * rem)
+		ret = sendrecv(c, t, 63, r - 1, buf, bytes, -1, NULL, 0);
+	return ret;
+}
+
+static int do_allreduce(devcoll_comm *c, const struct op *o, int kind)
+{
+	size_t es = devcoll_dtype_size(o->type), bytes = o->count * es;
+	reduce_fn red = dc_reduce_fn(o->type, o->rop);
+	struct wire_hdr t = tmpl(c, kind, o);
+	int n = c->size, ret;
+	char *tmp;
+
+	bool ring_path = n > 1 && c->algo != DEVCOLL_ALGO_HD && !want_small(c, bytes, o->count);
+	/* the ring reads an out-of-place send buffer itself */
+	const char *src = ring_path && o->recv != o->send ? o->send : NULL;
+
+	if (o->recv != o->send && bytes && !src)
+		memmove(o->recv, o->send, bytes);
+	if (n == 1)
+		return 0;
+	if (c->algo == DEVCOLL_ALGO_HD) {
+		tmp = scratch(c, bytes);
+		if (!tmp)
+			return dc_fail(-ENOMEM, "out of memory");
+		ret = hd_allreduce(c, &t, o->recv, tmp, o->count, es, red);
+	} else if (want_small(c, bytes, o->count) && c->algo != DEVCOLL_ALGO_TREE) {
+		tmp = scratch(c, bytes);
+		if (!tmp)
+			return dc_fail(-ENOMEM, "out of memory");
+		ret = rd_allreduce(c, &t, o->recv, tmp, bytes, red, es);
+	} else if (want_small(c, bytes, o->count)) {
+		tmp = scratch(c, bytes);
+		if (!tmp)
+			return dc_fail(-ENOMEM, "out of memory");
+		ret = tree_reduce(c, &t, o->recv, tmp, bytes, 0, red, es);
+		if (!ret) {
+			if (o->rop == DEVCOLL_AVG && c->rank == 0)
+				dc_avg_finish(o->recv, o->count, o->type, n);
+			ret = tree_bcast(c, &t, o->recv, bytes, 0);
+		}
+		return ret;
+	} else {
+		size_t *off = calloc((size_t)(2 * n), sizeof(size_t)), *len = off + n;
+
+		tmp = (char *)"";	/* reduce flag: chunks land in dc_run's slots */
+		if (!off) {
+			free(off);
+			return dc_fail(-ENOMEM, "out of memory");
+		}
+		split_even(o->count, n, es, off, len);
+		if (o->rop != DEVCOLL_AVG) {
+			ret = ring(c, &t, 0, o->recv, src, tmp, off, len, 0, true, 1, true, red, es);
+		} else {
+			/* the division has to sit between the two phases */
+			int own = MOD(c->rank + 1, n);
+
+			ret = ring(c, &t, 0, o->recv, src, tmp, off, len, 0, true, 0, false, red, es);
+			if (!ret)
+				dc_avg_finish((char *)o->recv + off[own], len[own] / es, o->type, n);
+			if (!ret)
+				ret = ring(c, &t, (uint32_t)n, o->recv, NULL, tmp, off, len, 0, false, 1, true,
+					   red, es);
+		}
+		free(off);
+		return ret;
+	}
+	if (!ret && o->rop == DEVCOLL_AVG)
+		dc_avg_finish(o->recv, o->count, o->type, n);
+	return ret;
+}
+
+static int do_reduce(devcoll_comm *c, const struct op *o)
+{
+	size_t es = devcoll_dtype_size(o->type), bytes = o->count * es;
+	struct wire_hdr t = tmpl(c, K_REDUCE, o);
+	char *acc, *tmp;
+	int ret;
+
+	tmp = scratch(c, 2 * bytes);
+	if (!tmp)
+		return dc_fail(-ENOMEM, "out of memory");
+	acc = c->rank == o->root ? (char *)o->recv : tmp + bytes;
+	if (acc != o->send && bytes)
+		memmove(acc, o->send, bytes);
+	ret = tree_reduce(c, &t, acc, tmp, bytes, o->root, dc_reduce_fn(o->type, o->rop), es);
+	if (!ret && c->rank == o->root && o->rop == DEVCOLL_AVG)
+		dc_avg_finish(o->recv, o->count, o->type, c->size);
+	return ret;
+}
+
+static int do_allgatherv(devcoll_comm *c, const struct op *o, int kind, const size_t *counts,
+			 const size_t *displs)
+{
+	size_t es = devcoll_dtype_size(o->type);
+	struct wire_hdr t = tmpl(c, kind, o);
+	int n = c->size, r = c->rank, ret;
+	size_t *off = calloc((size_t)(2 * n), sizeof(size_t)), *len = off + n;
+
+	if (!off)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		off[i] = displs[i] * es;
+		len[i] = counts[i] * es;
+	}
+	if (o->send && (const char *)o->send != (char *)o->recv + off[r] && len[r])
+		memmove((char *)o->recv + off[r], o->send, len[r]);
+	ret = n > 1 ? ring(c, &t, 0, o->recv, NULL, NULL, off, len, 0, false, 0, true, NULL, es) : 0;
+	free(off);
+	return ret;
+}
+
+static int do_allgather(devcoll_comm *c, const struct op *o)
+{
+	int n = c->size;
+	size_t *v = calloc((size_t)(2 * n), sizeof(size_t));
+	int ret;
+
+	if (!v)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		v[i] = o->count;
+		v[n + i] = (size_t)i * o->count;
+	}
+	ret = do_allgatherv(c, o, K_ALLGATHER, v, v + n);
+	free(v);
+	return ret;
+}
+
+static int do_reduce_scatter(devcoll_comm *c, const struct op *o)
+{
+	size_t es = devcoll_dtype_size(o->type), blk = o->count * es, all = blk * (size_t)c->size;
+	struct wire_hdr t = tmpl(c, K_RSCATTER, o);
+	int n = c->size, r = c->rank, ret = 0;
+	size_t *off = calloc((size_t)(2 * n), sizeof(size_t)), *len = off + n;
+	char *work = scratch(c, all);
+
+	if (!off || !work) {
+		free(off);
+		return dc_fail(-ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		off[i] = (size_t)i * blk;
+		len[i] = blk;
+	}
+	if (all && n == 1)
+		memcpy(work, o->send, all);
+	if (n > 1)
+		ret = ring(c, &t, 0, work, o->send, (char *)"", off, len, -1, true, 0, false,
+			   dc_reduce_fn(o->type, o->rop), es);
+	if (!ret && blk) {
+		memmove(o->recv, work + off[r], blk);
+		if (o->rop == DEVCOLL_AVG)
+			dc_avg_finish(o->recv, o->count, o->type, n);
+	}
+	free(off);
+	return ret;
+}
+
+static int do_alltoallv(devcoll_comm *c, const struct op *o, int kind, const size_t *sc,
+			const size_t *sd, const size_t *rc, const size_t *rd)
+{
+	size_t es = devcoll_dtype_size(o->type);
+	struct wire_hdr t = tmpl(c, kind, o);
+	int n = c->size, r = c->rank, ret = 0;
+
+	if (sc[r] != rc[r])
+		return dc_fail(-EINVAL, "alltoallv: rank %d sends itself %zu elements but expects %zu",
+			       r, sc[r], rc[r]);
+	if (sc[r])
+		memmove((char *)o->recv + rd[r] * es, (const char *)o->send + sd[r] * es, sc[r] * es);
+	for (int k = 1; k < n && !ret; k++) {
+		int to = MOD(r + k, n), from = MOD(r - k, n);
+
+		ret = sendrecv(c, &t, 0, to, (const char *)o->send + sd[to] * es, sc[to] * es, from,
+			       (char *)o->recv + rd[from] * es, rc[from] * es);
+	}
+	return ret;
+}
+
+static int do_alltoall(devcoll_comm *c, const struct op *o)
+{
+	int n = c->size;
+	size_t *v = calloc((size_t)(2 * n), sizeof(size_t));
+	int ret;
+
+	if (!v)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		v[i] = o->count;
+		v[n + i] = (size_t)i * o->count;
+	}
+	ret = do_alltoallv(c, o, K_ALLTOALL, v, v + n, v, v + n);
+	free(v);
+	return ret;
+}
+
+static int do_gather_scatter(devcoll_comm *c, const struct op *o, bool gather)
+{
+	size_t es = devcoll_dtype_size(o->type), blk = o->count * es;
+	struct wire_hdr t = tmpl(c, gather ? K_GATHER : K_SCATTER, o);
+	int n = c->size, r = c->rank, ret = 0;
+
+	if (r != o->root) {
+		if (gather)
+			return sendrecv(c, &t, 0, o->root, o->send, blk, -1, NULL, 0);
+		return sendrecv(c, &t, 0, -1, NULL, 0, o->root, o->recv, blk);
+	}
+	if (blk) {
+		if (gather && o->send != (char *)o->recv + (size_t)r * blk)
+			memmove((char *)o->recv + (size_t)r * blk, o->send, blk);
+		if (!gather && o->recv != (const char *)o->send + (size_t)r * blk)
+			memmove(o->recv, (const char *)o->send + (size_t)r * blk, blk);
+	}
+	for (int i = 1; i < n && !ret; i++) {
+		int p = MOD(r + i, n);
+
+		if (gather)
+			ret = sendrecv(c, &t, 0, -1, NULL, 0, p, (char *)o->recv + (size_t)p * blk, blk);
+		else
+			ret = sendrecv(c, &t, 0, p, (const char *)o->send + (size_t)p * blk, blk, -1,
+				       NULL, 0);
+	}
+	return ret;
+}
+
+static int do_barrier(devcoll_comm *c, const struct op *o)
+{
+	struct wire_hdr t = tmpl(c, K_BARRIER, o);
+	int n = c->size, r = c->rank, ret = 0;
+	uint32_t step = 0;
+
+	for (int k = 1; k < n && !ret; k <<= 1, step++)
+		ret = sendrecv(c, &t, step, MOD(r + k, n), NULL, 0, MOD(r - k, n), NULL, 0);
+	return ret;
+}
+
+static int do_p2p(devcoll_comm *c, const struct op *o, bool send)
+{
+	size_t bytes = o->count * devcoll_dtype_size(o->type);
+	struct wire_hdr t = {
+		.magic = WIRE_MAGIC, .kind = K_SEND, .dtype = (uint8_t)o->type, .count = o->count,
+		.tag = o->tag,
+	};
+
+	if (o->root == c->rank)
+		return dc_fail(-EINVAL, "send/recv: to or from itself");
+	if (send) {
+		t.seq = c->p2p_sseq[o->root]++;
+		return dc_sendrecv(c, &t, o->root, o->send, bytes, -1, NULL, 0);
+	}
+	t.seq = c->p2p_rseq[o->root]++;
+	return dc_sendrecv(c, &t, -1, NULL, 0, o->root, o->recv, bytes);
+}
+
+static int check(devcoll_comm *c, const struct op *o)
+{
+	if (!c)
+		return dc_fail(-EINVAL, "no communicator");
+	if (c->err)
+		return dc_fail(c->err, "%s", c->errmsg);
+	if ((unsigned int)o->type >= DEVCOLL_NTYPES)
+		return dc_fail(-EINVAL, "unknown type %d", o->type);
+	if ((unsigned int)o->rop >= DEVCOLL_NOPS)
+		return dc_fail(-EINVAL, "unknown op %d", o->rop);
+	if ((o->kind == K_REDUCE || o->kind == K_BCAST || o->kind == K_GATHER ||
+	     o->kind == K_SCATTER || o->kind == K_SEND || o->kind == K_RECV) &&
+	    (o->root < 0 || o->root >= c->size))
+		return dc_fail(-EINVAL, "rank %d is not in the communicator (size %d)", o->root, c->size);
+	if (o->count > (1ull << 40))
+		return dc_fail(-EINVAL, "count %zu is too large", o->count);
+	return 0;
+}
+
+static int exec_op(devcoll_comm *c, struct op *o)
+{
+	int ret;
+
+	if (c->err)
+		return dc_fail(c->err, "%s", c->errmsg);
+	if (o->kind != K_SEND && o->kind != K_RECV)
+		c->seq++;
+	switch (o->kind) {
+	case K_ALLREDUCE: ret = do_allreduce(c, o, K_ALLREDUCE); break;
+	case K_REDUCE: ret = do_reduce(c, o); break;
+	case K_BCAST: {
+		struct wire_hdr t = tmpl(c, K_BCAST, o);
+
+		ret = c->size > 1 ? tree_bcast(c, &t, o->recv, o->count * devcoll_dtype_size(o->type),
+					       o->root) : 0;
+		break;
+	}
+	case K_ALLGATHER: ret = do_allgather(c, o); break;
+	case K_ALLGATHERV: ret = do_allgatherv(c, o, K_ALLGATHERV, o->counts, o->displs); break;
+	case K_RSCATTER: ret = do_reduce_scatter(c, o); break;
+	case K_ALLTOALL: ret = do_alltoall(c, o); break;
+	case K_ALLTOALLV:
+		ret = do_alltoallv(c, o, K_ALLTOALLV, o->scounts, o->sdispls, o->counts, o->displs);
+		break;
+	case K_GATHER: ret = do_gather_scatter(c, o, true); break;
+	case K_SCATTER: ret = do_gather_scatter(c, o, false); break;
+	case K_BARRIER: ret = do_barrier(c, o); break;
+	case K_SEND: ret = do_p2p(c, o, true); break;
+	case K_RECV: ret = do_p2p(c, o, false); break;
+	default: ret = dc_fail(-EINVAL, "unknown operation"); break;
+	}
+	if (ret && !c->err && ret != -EINVAL && ret != -ENOMEM)
+		dc_comm_fail(c, ret, "%s", devcoll_last_error());
+	return ret;
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void *progress_thread(void *arg)
+{
+	devcoll_comm *c = arg;
+
+	pthread_mutex_lock(&c->mtx);
+	for (;;) {
+		while (!c->stop && (!c->qhead || c->busy))
+			pthread_cond_wait(&c->cv, &c->mtx);
+		if (!c->qhead)
+			break;
+		devcoll_req *q = c->qhead;
+
+		c->qhead = q->next;
+		if (!c->qhead)
+			c->qtail = NULL;
+		c->busy = true;
+		pthread_mutex_unlock(&c->mtx);
+		int st = exec_op(c, q->op);
+		const char *msg = devcoll_last_error();
+
+		pthread_mutex_lock(&c->mtx);
+		(void)msg;
+		q->status = st;
+		q->done = true;
+		c->busy = false;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mtx);
+	return NULL;
+}
+
+static int blocking(devcoll_comm *c, struct op *o)
+{
+	int ret = check(c, o);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->mtx);
+	while (c->qhead || c->busy)
+		pthread_cond_wait(&c->cv, &c->mtx);
+	c->busy = true;
+	pthread_mutex_unlock(&c->mtx);
+	ret = exec_op(c, o);
+	pthread_mutex_lock(&c->mtx);
+	c->busy = false;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mtx);
+	return ret;
+}
+
+static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
+{
+	devcoll_req *q;
+	struct op *copy;
+	int ret = check(c, o);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	q = calloc(1, sizeof(*q));
+	copy = malloc(sizeof(*copy));
+	if (!q || !copy) {
+		free(q);
+		free(copy);
+		return dc_fail(-ENOMEM, "out of memory");
+	}
+	*copy = *o;
+	q->op = copy;
+	q->comm = c;
+	pthread_mutex_lock(&c->mtx);
+	if (!c->thread_started) {
+		if (pthread_create(&c->thread, NULL, progress_thread, c)) {
+			pthread_mutex_unlock(&c->mtx);
+			free(q);
+			free(copy);
+			return dc_fail(-EAGAIN, "cannot start the progress thread");
+		}
+		c->thread_started = true;
+	}
+	if (c->qtail)
+		c->qtail->next = q;
+	else
+		c->qhead = q;
+	c->qtail = q;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mtx);
+	*out = q;
+	return 0;
+}
+
+DEVCOLL_EXPORT int devcoll_test(devcoll_req *q, int *status)
+{
+	int done;
+
+	pthread_mutex_lock(&q->comm->mtx);
+	done = q->done;
+	if (done && status)
+		*status = q->status;
+	pthread_mutex_unlock(&q->comm->mtx);
+	return done;
+}
+
+DEVCOLL_EXPORT int devcoll_wait(devcoll_req *q)
+{
+	devcoll_comm *c;
+	int st;
+
+	if (!q)
+		return dc_fail(-EINVAL, "no request");
+	c = q->comm;
+	pthread_mutex_lock(&c->mtx);
+	while (!q->done)
+		pthread_cond_wait(&c->cv, &c->mtx);
+	st = q->status;
+	pthread_mutex_unlock(&c->mtx);
+	if (st && c->err)
+		dc_fail(st, "%s", c->errmsg);
+	free(q->op->v);
+	free(q->op);
+	free(q);
+	return st;
+}
+
+/* ------------------------------------------------------------- the API */
+
+#define OP(...) (struct op){ __VA_ARGS__ }
+
+DEVCOLL_EXPORT int devcoll_allreduce(devcoll_comm *c, const void *s, void *r, size_t n,
+				     enum devcoll_dtype t, enum devcoll_op op)
+{
+	return blocking(c, &OP(.kind = K_ALLREDUCE, .send = s, .recv = r, .count = n, .type = t, .rop = op));
+}
+
+DEVCOLL_EXPORT int devcoll_iallreduce(devcoll_comm *c, const void *s, void *r, size_t n,
+				      enum devcoll_dtype t, enum devcoll_op op, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_ALLREDUCE, .send = s, .recv = r, .count = n, .type = t, .rop = op), q);
+}
+
+DEVCOLL_EXPORT int devcoll_reduce(devcoll_comm *c, const void *s, void *r, size_t n,
+				  enum devcoll_dtype t, enum devcoll_op op, int root)
+{
+	return blocking(c, &OP(.kind = K_REDUCE, .send = s, .recv = r, .count = n, .type = t, .rop = op,
+			       .root = root));
+}
+
+DEVCOLL_EXPORT int devcoll_ireduce(devcoll_comm *c, const void *s, void *r, size_t n,
+				   enum devcoll_dtype t, enum devcoll_op op, int root, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_REDUCE, .send = s, .recv = r, .count = n, .type = t, .rop = op,
+			   .root = root), q);
+}
+
+DEVCOLL_EXPORT int devcoll_broadcast(devcoll_comm *c, void *b, size_t n, enum devcoll_dtype t, int root)
+{
+	return blocking(c, &OP(.kind = K_BCAST, .send = b, .recv = b, .count = n, .type = t, .root = root));
+}
+
+DEVCOLL_EXPORT int devcoll_ibroadcast(devcoll_comm *c, void *b, size_t n, enum devcoll_dtype t,
+				      int root, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_BCAST, .send = b, .recv = b, .count = n, .type = t, .root = root), q);
+}
+
+DEVCOLL_EXPORT int devcoll_allgather(devcoll_comm *c, const void *s, void *r, size_t n,
+				     enum devcoll_dtype t)
+{
+	return blocking(c, &OP(.kind = K_ALLGATHER, .send = s, .recv = r, .count = n, .type = t));
+}
+
+DEVCOLL_EXPORT int devcoll_iallgather(devcoll_comm *c, const void *s, void *r, size_t n,
+				      enum devcoll_dtype t, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_ALLGATHER, .send = s, .recv = r, .count = n, .type = t), q);
+}
+
+DEVCOLL_EXPORT int devcoll_allgatherv(devcoll_comm *c, const void *s, size_t sn, void *r,
+				      const size_t *counts, const size_t *displs, enum devcoll_dtype t)
+{
+	if (c && counts && sn != counts[c->rank])
+		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
+			       counts[c->rank]);
+	/* the header's count: the total, the same on every rank */
+	size_t total = 0;
+
+	for (int i = 0; c && counts && i < c->size; i++)
+		total += counts[i];
+	return blocking(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t,
+			       .counts = counts, .displs = displs));
+}
+
+/* the count arrays of a queued v-collective: copied into the op */
+static int post_v(devcoll_comm *c, struct op *o, const size_t *const *arrs, int narr,
+		  devcoll_req **q)
+{
+	size_t n = c ? (size_t)c->size : 0;
+	int ret;
+
+	*q = NULL;
+	if (!c)
+		return dc_fail(-EINVAL, "no communicator");
+	o->v = malloc((size_t)narr * n * sizeof(size_t));
+	if (!o->v)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int i = 0; i < narr; i++)
+		memcpy(o->v + (size_t)i * n, arrs[i], n * sizeof(size_t));
+	if (narr == 2) {
+		o->counts = o->v;
+		o->displs = o->v + n;
+	} else {
+		o->scounts = o->v;
+		o->sdispls = o->v + n;
+		o->counts = o->v + 2 * n;
+		o->displs = o->v + 3 * n;
+	}
+	ret = post(c, o, q);
+	if (ret)
+		free(o->v);
+	return ret;
+}
+
+DEVCOLL_EXPORT int devcoll_iallgatherv(devcoll_comm *c, const void *s, size_t sn, void *r,
+				       const size_t *counts, const size_t *displs,
+				       enum devcoll_dtype t, devcoll_req **q)
+{
+	size_t total = 0;
+	const size_t *arrs[2] = { counts, displs };
+
+	*q = NULL;
+	if (c && counts && sn != counts[c->rank])
+		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
+			       counts[c->rank]);
+	for (int i = 0; c && counts && i < c->size; i++)
+		total += counts[i];
+	return post_v(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t),
+		      arrs, 2, q);
+}
+
+DEVCOLL_EXPORT int devcoll_ialltoallv(devcoll_comm *c, const void *s, const size_t *sc,
+				      const size_t *sd, void *r, const size_t *rc, const size_t *rd,
+				      enum devcoll_dtype t, devcoll_req **q)
+{
+	const size_t *arrs[4] = { sc, sd, rc, rd };
+
+	return post_v(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t),
+		      arrs, 4, q);
+}
+
+DEVCOLL_EXPORT int devcoll_igather(devcoll_comm *c, const void *s, void *r, size_t n,
+				   enum devcoll_dtype t, int root, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_GATHER, .send = s, .recv = r, .count = n, .type = t, .root = root), q);
+}
+
+DEVCOLL_EXPORT int devcoll_iscatter(devcoll_comm *c, const void *s, void *r, size_t n,
+				    enum devcoll_dtype t, int root, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_SCATTER, .send = s, .recv = r, .count = n, .type = t, .root = root), q);
+}
+
+DEVCOLL_EXPORT int devcoll_reduce_scatter(devcoll_comm *c, const void *s, void *r, size_t n,
+					  enum devcoll_dtype t, enum devcoll_op op)
+{
+	return blocking(c, &OP(.kind = K_RSCATTER, .send = s, .recv = r, .count = n, .type = t, .rop = op));
+}
+
+DEVCOLL_EXPORT int devcoll_ireduce_scatter(devcoll_comm *c, const void *s, void *r, size_t n,
+					   enum devcoll_dtype t, enum devcoll_op op, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_RSCATTER, .send = s, .recv = r, .count = n, .type = t, .rop = op), q);
+}
+
+DEVCOLL_EXPORT int devcoll_alltoall(devcoll_comm *c, const void *s, void *r, size_t n,
+				    enum devcoll_dtype t)
+{
+	return blocking(c, &OP(.kind = K_ALLTOALL, .send = s, .recv = r, .count = n, .type = t));
+}
+
+DEVCOLL_EXPORT int devcoll_ialltoall(devcoll_comm *c, const void *s, void *r, size_t n,
+				     enum devcoll_dtype t, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_ALLTOALL, .send = s, .recv = r, .count = n, .type = t), q);
+}
+
+DEVCOLL_EXPORT int devcoll_alltoallv(devcoll_comm *c, const void *s, const size_t *sc,
+				     const size_t *sd, void *r, const size_t *rc, const size_t *rd,
+				     enum devcoll_dtype t)
+{
+	/* the header's count is not comparable across ranks here: sizes are
+	 * checked per message */
+	return blocking(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t,
+			       .scounts = sc, .sdispls = sd, .counts = rc, .displs = rd));
+}
+
+DEVCOLL_EXPORT int devcoll_gather(devcoll_comm *c, const void *s, void *r, size_t n,
+				  enum devcoll_dtype t, int root)
+{
+	return blocking(c, &OP(.kind = K_GATHER, .send = s, .recv = r, .count = n, .type = t, .root = root));
+}
+
+DEVCOLL_EXPORT int devcoll_scatter(devcoll_comm *c, const void *s, void *r, size_t n,
+				   enum devcoll_dtype t, int root)
+{
+	return blocking(c, &OP(.kind = K_SCATTER, .send = s, .recv = r, .count = n, .type = t, .root = root));
+}
+
+DEVCOLL_EXPORT int devcoll_barrier(devcoll_comm *c)
+{
+	return blocking(c, &OP(.kind = K_BARRIER, .type = DEVCOLL_UINT8));
+}
+
+DEVCOLL_EXPORT int devcoll_ibarrier(devcoll_comm *c, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_BARRIER, .type = DEVCOLL_UINT8), q);
+}
+
+DEVCOLL_EXPORT int devcoll_send(devcoll_comm *c, const void *b, size_t n, enum devcoll_dtype t,
+				int peer, uint32_t tag)
+{
+	return blocking(c, &OP(.kind = K_SEND, .send = b, .count = n, .type = t, .root = peer, .tag = tag));
+}
+
+DEVCOLL_EXPORT int devcoll_recv(devcoll_comm *c, void *b, size_t n, enum devcoll_dtype t, int peer,
+				uint32_t tag)
+{
+	return blocking(c, &OP(.kind = K_RECV, .recv = b, .count = n, .type = t, .root = peer, .tag = tag));
+}
+
+/* split: allgather of raw bytes over the parent */
+int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes, int kind)
+{
+	struct op o = { .kind = K_ALLGATHER, .send = send, .recv = recv, .count = bytes,
+			.type = DEVCOLL_UINT8 };
+	int ret = check(c, &o);
+
+	(void)kind;
+	if (ret)
+		return ret;
+	return blocking(c, &o);
+}

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The devmem receive path (DEVCOLL_RX=devmem): a udmabuf bound to an RX
+ * queue of DEVCOLL_DEVMEM_IFACE through libdevmem, every data connection
+ * steered there by an ntuple rule on its 4-tuple and received with
+ * recvmsg(MSG_SOCK_DEVMEM). Payload fragments are read in place from the
+ * dma-buf's CPU mapping: copied once into the destination, or for a
+ * reduction, reduced straight from the fragments into the result, with no
+ * staging copy. Tokens go back to the kernel after every receive call, in
+ * batches (libdevmem coalesces them).
+ *
+ * The NIC must be prepared (header split, RSS off the queue, ntuple on:
+ * `devmem nic setup IFACE --reserve K`). Communicators split or dup'ed
+ * from one share its binding (a queue takes one) and add their own rules.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "devmem.h"
+#include "internal.h"
+
+#define DM_MAXFRAGS 256
+#define DM_LINEAR (64 << 10)
+
+/* The binding, shared by a communicator and those split or dup'ed from it
+ * (a queue takes one binding): freed with its last user. */
+struct dm_core {
+	struct devmem_nic *nic;
+	struct devmem_mem *mem;
+	struct devmem_binding *binding;
+	const char *map;
+	unsigned int queue;
+	pthread_mutex_t lock;	/* the nic handle's rules */
+	int refs;
+};
+
+struct dm_state {
+	struct dm_core *core;
+	struct devmem_nic *nic;	/* the core's */
+	const char *map;	/* the core's */
+	uint32_t *rules;
+	unsigned int nrules;
+	struct devmem_frag frags[DM_MAXFRAGS];
+	char *linear;
+	/* an element split across fragments, per connection */
+	unsigned char (*carry)[8];
+	unsigned int *carry_len;
+	uint64_t dmabuf_bytes, linear_bytes;
+	bool debug;
+};
+
+static long env_long(const char *name, long dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return dflt;
+	x = strtol(v, &end, 0);
+	if (*end == 'k' || *end == 'K')
+		x <<= 10;
+	else if (*end == 'm' || *end == 'M')
+		x <<= 20;
+	return x;
+}
+
+static void flow_of(int fd, struct devmem_flow *f)
+{
+	struct sockaddr_storage l, p;
+	socklen_t ll = sizeof(l), pl = sizeof(p);
+
+	memset(f, 0, sizeof(*f));
+	getsockname(fd, (struct sockaddr *)&l, &ll);
+	getpeername(fd, (struct sockaddr *)&p, &pl);
+	f->family = l.ss_family;
+	if (l.ss_family == AF_INET6) {
+		memcpy(f->dst, &((struct sockaddr_in6 *)&l)->sin6_addr, 16);
+		memcpy(f->src, &((struct sockaddr_in6 *)&p)->sin6_addr, 16);
+		f->dport = ntohs(((struct sockaddr_in6 *)&l)->sin6_port);
+		f->sport = ntohs(((struct sockaddr_in6 *)&p)->sin6_port);
+	} else {
+		memcpy(f->dst, &((struct sockaddr_in *)&l)->sin_addr, 4);
+		memcpy(f->src, &((struct sockaddr_in *)&p)->sin_addr, 4);
+		f->dport = ntohs(((struct sockaddr_in *)&l)->sin_port);
+		f->sport = ntohs(((struct sockaddr_in *)&p)->sin_port);
+	}
+}
+
+static void core_put(struct dm_core *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	int left = --k->refs;
+
+	pthread_mutex_unlock(&k->lock);
+	if (left)
+		return;
+	if (k->map)
+		devmem_cpu_end(k->mem, DEVMEM_CPU_READ);
+	if (k->binding)
+		devmem_unbind(k->binding);
+	if (k->mem)
+		devmem_mem_free(k->mem);
+	if (k->nic)
+		devmem_nic_close(k->nic, false);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
+
+static int core_new(struct dm_core **out)
+{
+	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
+	unsigned int q = (unsigned int)env_long("DEVCOLL_DEVMEM_QUEUE", -1);
+	size_t size = (size_t)env_long("DEVCOLL_DEVMEM_SIZE", 64 << 20);
+	struct dm_core *k;
+	int ret;
+
+	if (!ifname)
+		return dc_fail(-EINVAL, "DEVCOLL_RX=devmem needs DEVCOLL_DEVMEM_IFACE (the NIC to "
+			       "receive on) and DEVCOLL_DEVMEM_QUEUE (its queue for devmem)");
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return dc_fail(-ENOMEM, "out of memory");
+	pthread_mutex_init(&k->lock, NULL);
+	k->refs = 1;
+	*out = k;
+	ret = devmem_nic_open(&k->nic, ifname);
+	if (ret)
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	if (q == (unsigned int)-1) {
+		struct devmem_nic_state st;
+
+		ret = devmem_nic_state(k->nic, &st);
+		if (ret)
+			return dc_fail(ret, "devmem: %s", devmem_last_error());
+		q = st.rx_queues - 1;
+	}
+	k->queue = q;
+	ret = devmem_mem_udmabuf(&k->mem, size, 0);
+	if (ret)
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	ret = devmem_bind_rx(&k->binding, k->nic, k->mem, &q, 1);
+	if (ret)
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	k->map = devmem_cpu_begin(k->mem, DEVMEM_CPU_READ);
+	if (!k->map)
+		return dc_fail(-EIO, "devmem: %s", devmem_last_error());
+	return 0;
+}
+
+int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
+{
+	struct dm_state *d;
+	int ret, nc = c->size * (int)c->nconns;
+	unsigned int q;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return dc_fail(-ENOMEM, "out of memory");
+	c->dm = d;
+	d->debug = env_long("DEVCOLL_DEBUG", 0) != 0;
+	d->rules = calloc((size_t)nc, sizeof(*d->rules));
+	d->carry = calloc((size_t)nc, sizeof(*d->carry));
+	d->carry_len = calloc((size_t)nc, sizeof(*d->carry_len));
+	d->linear = malloc(DM_LINEAR);
+	if (!d->rules || !d->carry || !d->carry_len || !d->linear)
+		return dc_fail(-ENOMEM, "out of memory");
+	if (parent && parent->dm) {
+		d->core = ((struct dm_state *)parent->dm)->core;
+		pthread_mutex_lock(&d->core->lock);
+		d->core->refs++;
+		pthread_mutex_unlock(&d->core->lock);
+	} else {
+		ret = core_new(&d->core);
+		if (ret)
+			return ret;
+	}
+	d->nic = d->core->nic;
+	d->map = d->core->map;
+	q = d->core->queue;
+	for (int i = 0; i < nc; i++) {
+		struct conn *k = &c->conns[i];
+		struct devmem_flow f;
+		struct devmem_flow_target t = { .queue = q };
+
+		if (k->fd < 0)
+			continue;
+		flow_of(k->fd, &f);
+		pthread_mutex_lock(&d->core->lock);
+		ret = devmem_nic_flow_add(d->nic, &f, &t, &d->rules[d->nrules]);
+		pthread_mutex_unlock(&d->core->lock);
+		if (ret)
+			return dc_fail(ret, "devmem: steering the connection from rank %d: %s", k->peer,
+				       devmem_last_error());
+		d->nrules++;
+		ret = devmem_rx_open(&k->drx, k->fd, 1 << 20);
+		if (ret)
+			return dc_fail(ret, "devmem: %s", devmem_last_error());
+	}
+	return 0;
+}
+
+void dc_dm_free(devcoll_comm *c)
+{
+	struct dm_state *d = c->dm;
+
+	if (!d)
+		return;
+	if (d->debug)
+		fprintf(stderr, "devcoll rank %d: devmem: %llu bytes via the dma-buf, %llu linear\n",
+			c->rank, (unsigned long long)d->dmabuf_bytes, (unsigned long long)d->linear_bytes);
+	for (int i = 0; i < c->size * (int)c->nconns; i++)
+		if (c->conns[i].drx) {
+			devmem_rx_close(c->conns[i].drx);
+			c->conns[i].drx = NULL;
+		}
+	if (d->core) {
+		pthread_mutex_lock(&d->core->lock);
+		for (unsigned int i = 0; i < d->nrules; i++)
+			devmem_nic_flow_del(d->nic, d->rules[i]);
+		pthread_mutex_unlock(&d->core->lock);
+		core_put(d->core);
+	}
+	free(d->rules);
+	free(d->carry);
+	free(d->carry_len);
+	free(d->linear);
+	free(d);
+	c->dm = NULL;
+}
+
+/* Reduces @len bytes at @src into @dst + @pos (both counted from an element
+ * boundary of the chunk), carrying a split element over. */
+static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, const char *src,
+			 size_t len, reduce_fn red, size_t es)
+{
+	unsigned int *cl = &d->carry_len[ci];
+
+	if (*cl) {
+		size_t take = es - *cl < len ? es - *cl : len;
+
+		memcpy(d->carry[ci] + *cl, src, take);
+		*cl += (unsigned int)take;
+		src += take;
+		len -= take;
+		pos += take;
+		if (*cl < es)
+			return;
+		red(dst + pos - es, d->carry[ci], 1);
+		*cl = 0;
+	}
+	size_t nel = len / es;
+
+	if (nel) {
+		if ((uintptr_t)src % es) {	/* misaligned: through a small bounce */
+			char bounce[4096] __attribute__((aligned(8)));
+
+			for (size_t done = 0; done < nel;) {
+				size_t m = nel - done < sizeof(bounce) / es ? nel - done : sizeof(bounce) / es;
+
+				memcpy(bounce, src + done * es, m * es);
+				red(dst + pos + done * es, bounce, m);
+				done += m;
+			}
+		} else {
+			red(dst + pos, src, nel);
+		}
+	}
+	if (len % es) {
+		memcpy(d->carry[ci], src + nel * es, len % es);
+		*cl = (unsigned int)(len % es);
+	}
+}
+
+ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red, size_t es)
+{
+	struct dm_state *d = c->dm;
+	unsigned int nf = 0;
+	int ci = (int)(k - c->conns);
+	size_t pos = 0;
+	ssize_t n;
+
+	if (!d)
+		return -EOPNOTSUPP;
+	if (len > (1 << 20))
+		len = 1 << 20;
+	n = devmem_rx_recv_exact(k->drx, len, d->frags, DM_MAXFRAGS, &nf, d->linear, DM_LINEAR);
+	if (n <= 0)
+		return n;
+	for (unsigned int i = 0; i < nf; i++) {
+		const struct devmem_frag *f = &d->frags[i];
+		const char *src = f->linear ? f->linear : d->map + f->offset;
+
+		if (f->linear)
+			d->linear_bytes += f->len;
+		else
+			d->dmabuf_bytes += f->len;
+		if (red)
+			reduce_bytes(d, ci, dst, pos, src, f->len, red, es);
+		else
+			memcpy((char *)dst + pos, src, f->len);
+		pos += f->len;
+		devmem_rx_release(k->drx, f);
+	}
+	devmem_rx_flush(k->drx);
+	return n;
+}

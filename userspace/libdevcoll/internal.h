@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef DEVCOLL_INTERNAL_H
+#define DEVCOLL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include "devcoll.h"
+
+#define DEVCOLL_EXPORT __attribute__((visibility("default")))
+
+#define WIRE_MAGIC 0xdc011ec7u
+
+enum kind {
+	K_ALLREDUCE = 1, K_REDUCE, K_BCAST, K_ALLGATHER, K_ALLGATHERV, K_RSCATTER,
+	K_ALLTOALL, K_ALLTOALLV, K_GATHER, K_SCATTER, K_BARRIER, K_SPLIT, K_SEND, K_RECV,
+};
+
+/* Each chunk on the wire: this header, then @len payload bytes. */
+struct wire_hdr {
+	uint32_t magic;
+	uint32_t seq;		/* collective sequence number (p2p: per pair) */
+	uint8_t kind, op, dtype, flags;
+	uint32_t step;		/* message number within the collective */
+	uint64_t count;		/* the collective's count */
+	uint64_t total;		/* bytes of the whole message */
+	uint64_t off;		/* of this chunk within the message */
+	uint32_t len;
+	uint32_t tag;
+};
+
+struct devmem_rx;
+struct devmem_mem;
+struct devmem_frag;
+
+struct conn {
+	int fd, peer;
+	/* send side: one chunk in flight */
+	bool sbusy;
+	struct wire_hdr shdr;
+	size_t shdr_done;
+	const char *spay;
+	size_t spay_len, spay_done;
+	/* receive side */
+	struct wire_hdr rhdr;
+	size_t rhdr_got;
+	bool rhdr_valid;	/* a parsed header waits (maybe for a later message) */
+	bool rinpay;		/* receiving a payload */
+	char *rdst;
+	size_t rpay_len, rpay_got;
+	int rstep;
+	size_t rchunk;
+	bool reof;
+	/* devmem receive path */
+	struct devmem_rx *drx;
+};
+
+struct endpoint {
+	struct sockaddr_storage sa;
+	socklen_t len;
+};
+
+struct op;
+
+struct devcoll_comm {
+	int rank, size;
+	unsigned int nconns;
+	int timeout_ms;
+	size_t chunk;
+	unsigned int rxmode;
+	enum devcoll_algo algo;
+	size_t small_max;	/* bytes up to which the latency algorithms run */
+	int spin_us;		/* small messages: poll this long before sleeping */
+	uint64_t id;
+	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
+	int epfd;
+	uint32_t seq;		/* collectives started */
+	uint32_t *p2p_sseq, *p2p_rseq;
+	int err;		/* sticky */
+	char errmsg[512];
+	struct endpoint *eps;
+	struct sockaddr_storage advert;	/* own address as others reach it */
+	bool pmix;
+	/* devmem receive path */
+	void *dm;		/* struct dm_state */
+	/* operations: the queue and its progress thread */
+	pthread_mutex_t mtx;
+	pthread_cond_t cv;
+	struct devcoll_req *qhead, *qtail;
+	bool busy, stop, thread_started;
+	pthread_t thread;
+	/* scratch */
+	char *tmp;
+	size_t tmp_len;
+};
+
+/* errors */
+int dc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* reduce.c */
+typedef void (*reduce_fn)(void *dst, const void *src, size_t n);
+reduce_fn dc_reduce_fn(enum devcoll_dtype t, enum devcoll_op op);
+void dc_avg_finish(void *buf, size_t n, enum devcoll_dtype t, int size);
+
+/* net.c: bootstrap and the transfer engine */
+int dc_listen(struct sockaddr_storage *bind_sa, socklen_t len, int *fd);
+int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps);
+int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *like);
+void dc_comm_free(devcoll_comm *c);
+
+struct step {
+	const char *sptr;	/* message to send (NULL: none) */
+	size_t slen;
+	char *rptr;		/* message to receive (NULL: none) */
+	size_t rlen;
+	char *tmp;		/* non-NULL: reduce (received into a per-connection
+				 * slot, then reduced into rptr) */
+	bool dep;		/* send chunk j after chunk j of the previous step's receive */
+	const char *init;	/* reduce out of place: rptr = init OP received */
+};
+
+struct xfer {
+	int speer, rpeer;	/* -1: none */
+	struct step *st;
+	int nst;
+	struct wire_hdr tmpl;	/* seq, kind, op, dtype, count, tag; step: of st[0] */
+	reduce_fn red;
+	size_t esize;
+	char *slots;		/* dc_run's: a chunk per receiving connection */
+};
+int dc_run(devcoll_comm *c, struct xfer *x);
+/* one message each way (either may be absent) */
+int dc_sendrecv(devcoll_comm *c, const struct wire_hdr *tmpl, int speer, const void *sbuf,
+		size_t slen, int rpeer, void *rbuf, size_t rlen);
+
+/* devmem path (dm.c) */
+int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);
+void dc_dm_free(devcoll_comm *c);
+/* Receives a header or payload of a devmem connection: like recv(). With @red
+ * it reduces the bytes into @dst instead of copying them. */
+ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red,
+		   size_t esize);
+
+/* coll.c */
+struct devcoll_req {
+	struct devcoll_req *next;
+	devcoll_comm *comm;
+	struct op *op;
+	bool done;
+	int status;
+};
+
+#endif

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Connections and the transfer engine.
+ *
+ * Every pair of ranks has nconns TCP connections (rank i connects to every
+ * j < i). A message is cut into chunks; each chunk travels with a header
+ * (struct wire_hdr) on whichever of the peer's connections is free, so a
+ * slow connection takes fewer chunks. The receiver places chunks by their
+ * offset, and checks each header against the collective it is running: a
+ * different collective, type, op, count or size is an error (-EPROTO), a
+ * header for a later message waits on its connection. One thread drives
+ * all the sockets (non-blocking, edge-triggered epoll), reducing each chunk
+ * as it lands while the others are still in flight.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+static __thread char errbuf[512];
+
+int dc_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+DEVCOLL_EXPORT const char *devcoll_last_error(void)
+{
+	return errbuf;
+}
+
+/* Breaks the communicator: shuts every connection down so that the peers
+ * fail at once instead of at their timeout. */
+int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->err) {
+		char msg[400];
+
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: %s", c->rank, msg);
+		c->err = err;
+		for (int i = 0; i < c->size * (int)c->nconns; i++)
+			if (c->conns[i].fd >= 0)
+				shutdown(c->conns[i].fd, SHUT_RDWR);
+	}
+	return dc_fail(c->err, "%s", c->errmsg);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int dc_listen(struct sockaddr_storage *sa, socklen_t len, int *out)
+{
+	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return dc_fail(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)sa, len) || listen(fd, 1024)) {
+		int e = errno;
+
+		close(fd);
+		return dc_fail(-e, "listen: %s", strerror(e));
+	}
+	len = sizeof(*sa);
+	getsockname(fd, (struct sockaddr *)sa, &len);
+	*out = fd;
+	return 0;
+}
+
+/* Blocking helpers for set-up, with a deadline. */
+int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = wr ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+			       : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return dc_fail(-ECONNRESET, "set-up: the peer closed the connection");
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return dc_fail(-errno, "set-up: %s", strerror(errno));
+		struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
+		int64_t left = deadline - now_ms();
+
+		if (left <= 0 || poll(&p, 1, (int)left) == 0)
+			return dc_fail(-ETIMEDOUT, "set-up: timed out");
+	}
+	return 0;
+}
+
+struct hello {
+	uint32_t magic;
+	uint32_t from;
+	uint32_t idx;
+	uint32_t pad;
+	uint64_t id;
+};
+
+static void tune(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Connects to the lower ranks and accepts the higher ones on @lfd. */
+int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
+{
+	int64_t deadline = now_ms() + c->timeout_ms;
+	int need = (c->size - 1 - c->rank) * (int)c->nconns, ret;
+
+	for (int j = 0; j < c->rank; j++) {
+		for (unsigned int k = 0; k < c->nconns; k++) {
+			struct conn *cn = &c->conns[j * c->nconns + k];
+			struct hello h = { WIRE_MAGIC, (uint32_t)c->rank, k, 0, c->id };
+			int fd;
+
+			for (;;) {
+				fd = socket(eps[j].sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+				if (fd < 0)
+					return dc_fail(-errno, "socket: %s", strerror(errno));
+				if (!connect(fd, (const struct sockaddr *)&eps[j].sa, eps[j].len))
+					break;
+				ret = -errno;
+				close(fd);
+				if (now_ms() > deadline)
+					return dc_fail(ret, "connecting to rank %d: %s", j, strerror(-ret));
+				usleep(10000);
+			}
+			cn->fd = fd;
+			ret = dc_io_all(fd, &h, sizeof(h), true, deadline);
+			if (ret)
+				return ret;
+		}
+	}
+	while (need > 0) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		int64_t left = deadline - now_ms();
+		struct hello h;
+		int fd;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return dc_fail(-ETIMEDOUT, "rank %d: timed out waiting for %d connections from "
+				       "higher ranks", c->rank, need);
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ret = dc_io_all(fd, &h, sizeof(h), false, deadline);
+		if (ret || h.magic != WIRE_MAGIC || h.id != c->id || (int)h.from <= c->rank ||
+		    (int)h.from >= c->size || h.idx >= c->nconns ||
+		    c->conns[h.from * c->nconns + h.idx].fd >= 0) {
+			close(fd);	/* not ours (a stray connection): ignore */
+			continue;
+		}
+		c->conns[h.from * c->nconns + h.idx].fd = fd;
+		need--;
+	}
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->epfd < 0)
+		return dc_fail(-errno, "epoll_create1: %s", strerror(errno));
+	for (int i = 0; i < c->size * (int)c->nconns; i++) {
+		struct conn *cn = &c->conns[i];
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u32 = (uint32_t)i };
+
+		if (cn->fd < 0)
+			continue;
+		tune(cn->fd);
+		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, cn->fd, &ev))
+			return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the engine */
+
+struct rstate {
+	uint8_t *done;		/* per chunk */
+	size_t nchunks, got;
+};
+
+static size_t nchunks(size_t len, size_t chunk)
+{
+	return len ? (len + chunk - 1) / chunk : 1;
+}
+
+static size_t chunk_len(size_t len, size_t chunk, size_t j)
+{
+	size_t off = j * chunk;
+
+	return len - off < chunk ? len - off : chunk;
+}
+
+/* Sends what the connection has in flight; 1 when it made progress. */
+static int conn_send(devcoll_comm *c, struct conn *k, int *err)
+{
+	int progress = 0;
+
+	while (k->sbusy) {
+		struct iovec iov[2];
+		int n = 0;
+		ssize_t w;
+
+		if (k->shdr_done < sizeof(k->shdr)) {
+			iov[n].iov_base = (char *)&k->shdr + k->shdr_done;
+			iov[n++].iov_len = sizeof(k->shdr) - k->shdr_done;
+		}
+		if (k->spay_len > k->spay_done) {
+			iov[n].iov_base = (char *)k->spay + k->spay_done;
+			iov[n++].iov_len = k->spay_len - k->spay_done;
+		}
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+
+		w = sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return progress;
+			*err = dc_comm_fail(c, errno == EPIPE || errno == ECONNRESET ? -ECONNRESET : -errno,
+					    "sending to rank %d: %s", k->peer, strerror(errno));
+			return 0;
+		}
+		progress = 1;
+		size_t h = sizeof(k->shdr) - k->shdr_done;
+
+		if ((size_t)w >= h) {
+			k->shdr_done = sizeof(k->shdr);
+			k->spay_done += (size_t)w - h;
+		} else {
+			k->shdr_done += (size_t)w;
+		}
+		if (k->shdr_done == sizeof(k->shdr) && k->spay_done == k->spay_len)
+			k->sbusy = false;
+	}
+	return progress;
+}
+
+static ssize_t conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len)
+{
+	ssize_t n;
+
+	if (k->drx)
+		return dc_dm_recv(c, k, dst, len, NULL, 0);
+	n = recv(k->fd, dst, len, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	return n;
+}
+
+static int seq_cmp(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0 ? -1 : a != b;
+}
+
+static const char *const knames[] = {
+	"?", "allreduce", "reduce", "broadcast", "allgather", "allgatherv", "reduce_scatter",
+	"alltoall", "alltoallv", "gather", "scatter", "barrier", "split", "send", "recv",
+};
+
+static const char *kname(unsigned int k)
+{
+	return k < sizeof(knames) / sizeof(knames[0]) ? knames[k] : "?";
+}
+
+/* Receives on one connection; 1 on progress, 0 when blocked or the next
+ * header belongs to a later message, negative on error. */
+static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct rstate *rs,
+			 size_t *left)
+{
+	int progress = 0;
+	ssize_t n;
+
+	for (;;) {
+		if (!k->rinpay) {
+			if (!*left || k->reof)
+				return progress;
+			if (!k->rhdr_valid) {
+				n = conn_recv(c, k, (char *)&k->rhdr + k->rhdr_got,
+					      sizeof(k->rhdr) - k->rhdr_got);
+				if (n == -EAGAIN)
+					return progress;
+				if (n < 0)
+					return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s",
+							    k->peer, strerror((int)-n));
+				if (n == 0) {
+					/* fine between chunks when the peer is done with this
+					 * connection; an error mid-header */
+					if (k->rhdr_got)
+						return dc_comm_fail(c, -ECONNRESET, "rank %d closed the "
+								    "connection mid-message", k->peer);
+					k->reof = true;
+					return progress;
+				}
+				progress = 1;
+				k->rhdr_got += (size_t)n;
+				if (k->rhdr_got < sizeof(k->rhdr))
+					continue;
+				k->rhdr_got = 0;
+				if (k->rhdr.magic != WIRE_MAGIC)
+					return dc_comm_fail(c, -EPROTO, "garbage from rank %d", k->peer);
+				k->rhdr_valid = true;
+			}
+			const struct wire_hdr *h = &k->rhdr, *t = &x->tmpl;
+			bool p2p_h = h->kind == K_SEND, p2p_t = t->kind == K_SEND;
+
+			if (p2p_h != p2p_t)
+				return progress;	/* the other space: for later */
+			int cs = seq_cmp(h->seq, t->seq);
+
+			if (cs > 0 || (cs == 0 && h->step >= x->tmpl.step + (uint32_t)x->nst))
+				return progress;	/* a later message: wait */
+			if (cs < 0 || h->step < x->tmpl.step)
+				return dc_comm_fail(c, -EPROTO, "rank %d sent %s #%u message %u, "
+						    "expected %s #%u", k->peer, kname(h->kind), h->seq,
+						    h->step, kname(t->kind), t->seq);
+			if (h->kind != t->kind || h->op != t->op || h->dtype != t->dtype ||
+			    h->count != t->count || h->tag != t->tag)
+				return dc_comm_fail(c, -EPROTO, "mismatched collective #%u with rank %d: "
+						    "it runs %s(count %llu, %s, %s, tag %u), this rank "
+						    "%s(count %llu, %s, %s, tag %u)", t->seq, k->peer,
+						    kname(h->kind), (unsigned long long)h->count,
+						    devcoll_dtype_name(h->dtype), devcoll_op_name(h->op),
+						    h->tag, kname(t->kind), (unsigned long long)t->count,
+						    devcoll_dtype_name(t->dtype), devcoll_op_name(t->op),
+						    t->tag);
+			int s = (int)(h->step - x->tmpl.step);
+			struct step *st = &x->st[s];
+			size_t j = h->off / c->chunk;
+
+			if (!st->rptr || h->total != st->rlen)
+				return dc_comm_fail(c, -EPROTO, "mismatched %s #%u: rank %d sends %llu "
+						    "bytes, this rank expects %zu", kname(t->kind), t->seq,
+						    k->peer, (unsigned long long)h->total,
+						    st->rptr ? st->rlen : 0);
+			if (h->off % c->chunk || j >= rs[s].nchunks || rs[s].done[j] ||
+			    h->len != (st->rlen ? chunk_len(st->rlen, c->chunk, j) : 0))
+				return dc_comm_fail(c, -EPROTO, "bad chunk from rank %d", k->peer);
+			k->rhdr_valid = false;
+			k->rinpay = true;
+			k->rstep = s;
+			k->rchunk = j;
+			k->rpay_len = h->len;
+			k->rpay_got = 0;
+			/* a reduction lands in the connection's cache-sized slot
+			 * and is reduced from there as soon as the chunk is in */
+			if (x->red && st->tmp && st->init && h->len)
+				memcpy(st->rptr + h->off, st->init + h->off, h->len);
+			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * c->chunk
+						    : st->rptr + h->off;
+		}
+		struct step *st = &x->st[k->rstep];
+		bool direct_red = k->drx && x->red && st->tmp;
+
+		if (k->rpay_got < k->rpay_len) {
+			if (direct_red)	/* devmem: reduce from the fragments in place */
+				n = dc_dm_recv(c, k, st->rptr + k->rchunk * c->chunk + k->rpay_got,
+					       k->rpay_len - k->rpay_got, x->red, x->esize);
+			else
+				n = conn_recv(c, k, k->rdst + k->rpay_got, k->rpay_len - k->rpay_got);
+			if (n == -EAGAIN)
+				return progress;
+			if (n < 0)
+				return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
+						    strerror((int)-n));
+			if (n == 0)
+				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection "
+						    "(died or left) during %s #%u", k->peer,
+						    kname(x->tmpl.kind), x->tmpl.seq);
+			progress = 1;
+			k->rpay_got += (size_t)n;
+			if (k->rpay_got < k->rpay_len)
+				continue;
+		}
+		if (x->red && st->tmp && !direct_red)
+			x->red(st->rptr + k->rchunk * c->chunk, k->rdst, k->rpay_len / x->esize);
+		rs[k->rstep].done[k->rchunk] = 1;
+		rs[k->rstep].got++;
+		(*left)--;
+		k->rinpay = false;
+		progress = 1;
+	}
+}
+
+int dc_run(devcoll_comm *c, struct xfer *x)
+{
+	struct conn *sconns = x->speer >= 0 ? &c->conns[x->speer * c->nconns] : NULL;
+	struct conn *rconns = x->rpeer >= 0 ? &c->conns[x->rpeer * c->nconns] : NULL;
+	struct rstate rs_stack[8], *rs = x->nst <= 8 ? rs_stack : calloc((size_t)x->nst, sizeof(*rs));
+	uint8_t done_stack[64], *donebuf = done_stack;
+	size_t total_chunks = 0, ss = 0, sj = 0, recv_left = 0;
+	int64_t deadline, spin_until = 0;
+	bool small = true;
+	int ret = 0;
+
+	if (c->err)
+		return dc_fail(c->err, "%s", c->errmsg);
+	if (!rs)
+		return dc_fail(-ENOMEM, "out of memory");
+	bool need_slots = false;
+
+	for (int s = 0; s < x->nst; s++) {
+		need_slots |= x->red && x->st[s].tmp && x->st[s].rptr;
+		rs[s].nchunks = x->st[s].rptr ? nchunks(x->st[s].rlen, c->chunk) : 0;
+		rs[s].got = 0;
+		total_chunks += rs[s].nchunks;
+	}
+	recv_left = total_chunks;
+	x->slots = NULL;
+	if (need_slots) {
+		x->slots = malloc(c->nconns * c->chunk);
+		if (!x->slots) {
+			if (rs != rs_stack)
+				free(rs);
+			return dc_fail(-ENOMEM, "out of memory");
+		}
+	}
+	if (total_chunks > sizeof(done_stack)) {
+		donebuf = calloc(total_chunks, 1);
+		if (!donebuf) {
+			if (rs != rs_stack)
+				free(rs);
+			free(x->slots);
+			return dc_fail(-ENOMEM, "out of memory");
+		}
+	} else {
+		memset(done_stack, 0, sizeof(done_stack));
+	}
+	for (int s = 0, o = 0; s < x->nst; s++) {
+		rs[s].done = donebuf + o;
+		o += (int)rs[s].nchunks;
+	}
+	/* the first step with something to send */
+	while ((int)ss < x->nst && !x->st[ss].sptr)
+		ss++;
+	deadline = now_ms() + c->timeout_ms;
+	for (int s = 0; s < x->nst; s++)
+		small &= x->st[s].slen <= c->small_max && x->st[s].rlen <= c->small_max;
+	for (;;) {
+		int progress = 0;
+		bool sending = false;
+
+		/* sends: hand the next ready chunks to free connections */
+		for (unsigned int i = 0; sconns && i < c->nconns; i++) {
+			struct conn *k = &sconns[i];
+
+			for (;;) {
+				if (!k->sbusy && (int)ss < x->nst) {
+					struct step *st = &x->st[ss];
+
+					if (st->dep && ss > 0 && !rs[ss - 1].done[sj])
+						break;
+					k->shdr = x->tmpl;
+					k->shdr.step = x->tmpl.step + (uint32_t)ss;
+					k->shdr.total = st->slen;
+					k->shdr.off = sj * c->chunk;
+					k->shdr.len = (uint32_t)(st->slen ? chunk_len(st->slen, c->chunk, sj) : 0);
+					k->shdr_done = 0;
+					k->spay = st->sptr + k->shdr.off;
+					k->spay_len = k->shdr.len;
+					k->spay_done = 0;
+					k->sbusy = true;
+					if (++sj >= nchunks(st->slen, c->chunk)) {
+						sj = 0;
+						do
+							ss++;
+						while ((int)ss < x->nst && !x->st[ss].sptr);
+					}
+				}
+				if (!k->sbusy)
+					break;
+				progress |= conn_send(c, k, &ret);
+				if (ret)
+					goto out;
+				if (k->sbusy)
+					break;
+			}
+			sending |= k->sbusy;
+		}
+		/* receives */
+		unsigned int eofs = 0;
+
+		for (unsigned int i = 0; rconns && recv_left && i < c->nconns; i++) {
+			ret = conn_recv_run(c, &rconns[i], x, rs, &recv_left);
+			if (ret < 0)
+				goto out;
+			progress |= ret;
+			ret = 0;
+			eofs += rconns[i].reof;
+		}
+		if (recv_left && eofs == c->nconns) {
+			ret = dc_comm_fail(c, -ECONNRESET, "rank %d closed its connections (died or left) "
+					   "during %s #%u", x->rpeer, kname(x->tmpl.kind), x->tmpl.seq);
+			goto out;
+		}
+		if ((int)ss >= x->nst && !sending && !recv_left)
+			break;
+		if (progress) {
+			deadline = now_ms() + c->timeout_ms;
+			spin_until = 0;
+			continue;
+		}
+		/* small messages: poll the sockets a little before sleeping,
+		 * the answer is usually microseconds away */
+		if (c->spin_us && small) {
+			int64_t t = now_us();
+
+			if (!spin_until)
+				spin_until = t + c->spin_us;
+			if (t < spin_until)
+				continue;
+		}
+		struct epoll_event evs[16];
+		int64_t left = deadline - now_ms();
+
+		if (left <= 0) {
+			ret = dc_comm_fail(c, -ETIMEDOUT, "%s #%u made no progress for %d ms (waiting "
+					   "for rank %d%s)", kname(x->tmpl.kind), x->tmpl.seq,
+					   c->timeout_ms, recv_left ? x->rpeer : x->speer,
+					   recv_left ? "" : " to take data");
+			goto out;
+		}
+		if (epoll_wait(c->epfd, evs, 16, (int)left) < 0 && errno != EINTR) {
+			ret = dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+	}
+out:
+	if (rs != rs_stack)
+		free(rs);
+	if (donebuf != done_stack)
+		free(donebuf);
+	free(x->slots);
+	return ret;
+}
+
+int dc_sendrecv(devcoll_comm *c, const struct wire_hdr *tmpl, int speer, const void *sbuf,
+		size_t slen, int rpeer, void *rbuf, size_t rlen)
+{
+	struct step st = {
+		.sptr = speer >= 0 ? (sbuf ? sbuf : "") : NULL, .slen = slen,
+		.rptr = rpeer >= 0 ? (rbuf ? rbuf : (char *)"") : NULL, .rlen = rlen,
+	};
+	struct xfer x = { .speer = speer, .rpeer = rpeer, .st = &st, .nst = 1, .tmpl = *tmpl };
+
+	return dc_run(c, &x);
+}

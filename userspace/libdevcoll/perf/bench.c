@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * nccl-tests-style sweep: for each size, warm-up iterations, then timed
+ * out-of-place and in-place iterations; time is the slowest rank's mean;
+ * algbw = size / time, busbw per nccl-tests (allreduce 2(n-1)/n,
+ * allgather/reduce_scatter/alltoall (n-1)/n, broadcast/reduce 1); #wrong
+ * counts wrong elements over all ranks after a checked run.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bench.h"
+
+static const char *const cnames[B_NCOLL] = {
+	"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce",
+};
+static const char *const tnames[BT_NTYPES] = { "float", "double", "int32" };
+static const size_t tsizes[BT_NTYPES] = { 4, 8, 4 };
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	switch (*end) {
+	case 'G': case 'g': v *= 1024; /* fall through */
+	case 'M': case 'm': v *= 1024; /* fall through */
+	case 'K': case 'k': v *= 1024; break;
+	default: break;
+	}
+	return (size_t)v;
+}
+
+static void put(enum btype t, void *b, size_t i, double v)
+{
+	if (t == BT_FLOAT)
+		((float *)b)[i] = (float)v;
+	else if (t == BT_DOUBLE)
+		((double *)b)[i] = v;
+	else
+		((int32_t *)b)[i] = (int32_t)v;
+}
+
+static double get(enum btype t, const void *b, size_t i)
+{
+	return t == BT_FLOAT ? ((const float *)b)[i] : t == BT_DOUBLE ? ((const double *)b)[i]
+								   : ((const int32_t *)b)[i];
+}
+
+/* input of rank r, element i: small integers, exact in every type */
+static double inval(int r, size_t i)
+{
+	return (double)((r + 1) * 3 + (int)(i % 17));
+}
+
+static long check(struct backend *be, enum bcoll c, enum btype t, const void *recv, size_t count,
+		  int root)
+{
+	int n = be->size, r = be->rank;
+	long wrong = 0;
+
+	switch (c) {
+	case B_ALLREDUCE:
+	case B_REDUCE:
+		if (c == B_REDUCE && r != root)
+			return 0;
+		for (size_t i = 0; i < count; i++) {
+			double want = 0;
+
+			for (int k = 0; k < n; k++)
+				want += inval(k, i);
+			wrong += get(t, recv, i) != want;
+		}
+		break;
+	case B_REDUCE_SCATTER:
+		for (size_t i = 0; i < count; i++) {
+			double want = 0;
+
+			for (int k = 0; k < n; k++)
+				want += inval(k, (size_t)r * count + i);
+			wrong += get(t, recv, i) != want;
+		}
+		break;
+	case B_ALLGATHER:
+		for (int k = 0; k < n; k++)
+			for (size_t i = 0; i < count; i++)
+				wrong += get(t, recv, (size_t)k * count + i) != inval(k, i);
+		break;
+	case B_ALLTOALL:	/* block k from rank k: its elements r*count.. */
+		for (int k = 0; k < n; k++)
+			for (size_t i = 0; i < count; i++)
+				wrong += get(t, recv, (size_t)k * count + i) != inval(k, (size_t)r * count + i);
+		break;
+	case B_BROADCAST:
+		for (size_t i = 0; i < count; i++)
+			wrong += get(t, recv, i) != inval(root, i);
+		break;
+	default:
+		break;
+	}
+	return wrong;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"options: -b MINBYTES -e MAXBYTES -f FACTOR -o allreduce|allgather|reduce_scatter|"
+		"alltoall|broadcast|reduce|all\n"
+		"         -d float|double|int32 -w WARMUP -n ITERS -c 0|1 (check) -m (machine output)\n");
+}
+
+int bench_main(struct backend *be, int argc, char **argv)
+{
+	size_t minb = 8, maxb = 64u << 20;
+	double factor = 2;
+	int warm = 5, iters = 20, checkit = 1, machine = 0, opt, colls[B_NCOLL], ncolls = 0;
+	enum btype t = BT_FLOAT;
+	int root = 0;
+
+	optind = 1;
+	while ((opt = getopt(argc, argv, "b:e:f:o:d:w:n:c:mh")) != -1) {
+		switch (opt) {
+		case 'b': minb = parse_size(optarg); break;
+		case 'e': maxb = parse_size(optarg); break;
+		case 'f': factor = atof(optarg); break;
+		case 'o':
+			if (!strcmp(optarg, "all")) {
+				for (int c = 0; c < B_NCOLL; c++)
+					colls[ncolls++] = c;
+				break;
+			}
+			for (int c = 0; c < B_NCOLL; c++)
+				if (!strcmp(optarg, cnames[c]) && ncolls < B_NCOLL)
+					colls[ncolls++] = c;
+			break;
+		case 'd':
+			for (int k = 0; k < BT_NTYPES; k++)
+				if (!strcmp(optarg, tnames[k]))
+					t = (enum btype)k;
+			break;
+		case 'w': warm = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		case 'c': checkit = atoi(optarg); break;
+		case 'm': machine = 1; break;
+		default: usage(); return 2;
+		}
+	}
+	if (!ncolls)
+		colls[ncolls++] = B_ALLREDUCE;
+	if (factor < 1.01)
+		factor = 2;
+	int n = be->size, r = be->rank;
+	size_t es = tsizes[t], maxcount = maxb / es + 1;
+	char *send = malloc(maxcount * es * (size_t)n + 64), *recv = malloc(maxcount * es * (size_t)n + 64);
+	long total_wrong = 0;
+
+	if (!send || !recv) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	for (int ci = 0; ci < ncolls; ci++) {
+		enum bcoll c = (enum bcoll)colls[ci];
+		double bw_factor = c == B_ALLREDUCE ? 2.0 * (n - 1) / n :
+				   c == B_BROADCAST || c == B_REDUCE ? 1 : (double)(n - 1) / n;
+
+		if (r == 0 && !machine) {
+			printf("# devcoll-perf: %s, backend %s, %d ranks\n", cnames[c], be->name, n);
+			printf("#%11s %12s %8s %6s %6s %10s %8s %8s %6s %10s %8s %8s %6s\n", "size", "count",
+			       "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+			       "busbw", "#wrong");
+			printf("#%11s %12s %8s %6s %6s %10s %8s %8s %6s %10s %8s %8s %6s\n", "(B)",
+			       "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+			       "(GB/s)", "");
+		}
+		for (size_t bytes = minb; bytes <= maxb;
+		     bytes = (size_t)((double)bytes * factor) > bytes ? (size_t)((double)bytes * factor) : bytes + 1) {
+			/* size: as nccl-tests, the whole buffer (all ranks' blocks for the
+			 * gather/scatter kinds); count: per-rank block there */
+			bool blocks = c == B_ALLGATHER || c == B_REDUCE_SCATTER || c == B_ALLTOALL;
+			size_t count = bytes / es / (blocks ? (size_t)n : 1);
+			size_t size = count * es * (blocks ? (size_t)n : 1);
+			double tm[2] = { 0, 0 };
+			long wrong[2] = { 0, 0 };
+			bool unsupported = false;
+
+			if (!count)
+				continue;
+			for (int inplace = 0; inplace < 2; inplace++) {
+				size_t in_elems = c == B_REDUCE_SCATTER || c == B_ALLTOALL ? count * (size_t)n : count;
+				char *sb = send, *rb = recv;
+				int ret = 0;
+
+				if (inplace && c != B_ALLREDUCE && c != B_BROADCAST && c != B_REDUCE) {
+					tm[1] = -1;	/* in place only where it is the same buffer */
+					continue;
+				}
+				if (inplace)
+					rb = sb;
+				for (int w = 0; w < warm && !ret; w++)
+					ret = be->coll(c, sb, rb, count, t, root);
+				if (ret == -ENOTSUP) {
+					unsupported = true;
+					break;
+				}
+				be->barrier();
+				double t0 = now();
+
+				for (int it = 0; it < iters && !ret; it++)
+					ret = be->coll(c, sb, rb, count, t, root);
+				tm[inplace] = be->max((now() - t0) / iters);
+				/* the checked run */
+				if (checkit && !ret) {
+					for (size_t i = 0; i < in_elems; i++)
+						put(t, sb, i, inval(c == B_BROADCAST ? (r == root ? r : -99) : r, i));
+					if (c == B_BROADCAST && r != root)
+						for (size_t i = 0; i < count; i++)
+							put(t, sb, i, -1);
+					ret = be->coll(c, sb, rb, count, t, root);
+					wrong[inplace] = be->sum(ret ? (long)count : check(be, c, t, rb, count, root));
+				}
+				if (ret) {
+					fprintf(stderr, "rank %d: %s failed (%d)\n", r, cnames[c], ret);
+					return 1;
+				}
+				total_wrong += wrong[inplace];
+			}
+			if (unsupported) {
+				if (r == 0 && machine)
+					printf("R %s %zu unsupported\n", cnames[c], size);
+				continue;
+			}
+			if (r == 0) {
+				double us0 = tm[0] * 1e6, alg0 = (double)size / tm[0] / 1e9;
+
+				if (machine) {
+					printf("R %s %zu %zu %.3f %.4f %.4f %ld\n", cnames[c], size, count, us0,
+					       alg0, alg0 * bw_factor, wrong[0]);
+				} else {
+					printf(" %11zu %12zu %8s %6s %6d %10.1f %8.3f %8.3f %6ld", size, count,
+					       tnames[t], c == B_ALLREDUCE || c == B_REDUCE || c == B_REDUCE_SCATTER ?
+					       "sum" : "none", c == B_BROADCAST || c == B_REDUCE ? root : -1,
+					       us0, alg0, alg0 * bw_factor, wrong[0]);
+					if (tm[1] > 0) {
+						double alg1 = (double)size / tm[1] / 1e9;
+
+						printf(" %10.1f %8.3f %8.3f %6ld\n", tm[1] * 1e6, alg1,
+						       alg1 * bw_factor, wrong[1]);
+					} else {
+						printf(" %10s %8s %8s %6s\n", "-", "-", "-", "-");
+					}
+				}
+				fflush(stdout);
+			}
+			if (bytes == maxb)
+				break;
+		}
+	}
+	if (r == 0 && !machine)
+		printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+	free(send);
+	free(recv);
+	return total_wrong ? 3 : 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The measurement loop of devcoll-perf, shared by its three backends
+ * (libdevcoll, Open MPI, Gloo): each supplies these calls. */
+#ifndef DEVCOLL_BENCH_H
+#define DEVCOLL_BENCH_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum bcoll { B_ALLREDUCE, B_ALLGATHER, B_REDUCE_SCATTER, B_ALLTOALL, B_BROADCAST, B_REDUCE, B_NCOLL };
+enum btype { BT_FLOAT, BT_DOUBLE, BT_INT32, BT_NTYPES };
+
+struct backend {
+	const char *name;
+	int rank, size;
+	/* 0 on success; -ENOTSUP when the backend lacks the collective. For
+	 * allgather/reduce_scatter/alltoall, @count is per rank. send == recv:
+	 * in place. */
+	int (*coll)(enum bcoll c, const void *send, void *recv, size_t count, enum btype t, int root);
+	int (*barrier)(void);
+	double (*max)(double v);	/* across ranks */
+	long (*sum)(long v);
+};
+
+/* Parses the options, runs the sweep, prints on rank 0; returns the exit status. */
+int bench_main(struct backend *be, int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Element-wise reductions for every type and operation: dst = dst OP src
+ * (never overlapping: restrict, so the loops vectorise). */
+#include <string.h>
+#include "internal.h"
+
+/* fp16 and bf16 go through float, rounding to nearest even. */
+static inline float h2f(uint16_t h)
+{
+	uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+	float f;
+
+	if (e == 0x1f)
+		u = s | 0x7f800000 | (m << 13);
+	else if (e)
+		u = s | ((e + 112) << 23) | (m << 13);
+	else if (!m)
+		u = s;
+	else {
+		/* subnormal: normalise */
+		e = 113;
+		while (!(m & 0x400)) {
+			m <<= 1;
+			e--;
+		}
+		u = s | (e << 23) | ((m & 0x3ff) << 13);
+	}
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline uint16_t f2h(float f)
+{
+	uint32_t u, s, m;
+	int e;
+
+	memcpy(&u, &f, 4);
+	s = (u >> 16) & 0x8000;
+	e = (int)((u >> 23) & 0xff) - 127 + 15;
+	m = u & 0x7fffff;
+	if (((u >> 23) & 0xff) == 0xff)
+		return (uint16_t)(s | 0x7c00 | (m ? 0x200 | (m >> 13) : 0));
+	if (e >= 0x1f)
+		return (uint16_t)(s | 0x7c00);
+	if (e <= 0) {
+		uint32_t shift, r, half;
+
+		if (e < -10)
+			return (uint16_t)s;
+		m |= 0x800000;
+		shift = (uint32_t)(14 - e);
+		r = m >> shift;
+		half = 1u << (shift - 1);
+		if ((m & ((half << 1) - 1)) > half || ((m & ((half << 1) - 1)) == half && (r & 1)))
+			r++;
+		return (uint16_t)(s | r);
+	}
+	{
+		uint32_t r = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fff;
+
+		if (rem > 0x1000 || (rem == 0x1000 && (r & 1)))
+			r++;	/* may carry into the exponent: correct, up to inf */
+		return (uint16_t)(s | r);
+	}
+}
+
+static inline float b2f(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline uint16_t f2b(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((u >> 16) | 0x40);	/* quiet NaN */
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+#define SUM(a, b) ((a) + (b))
+#define PROD(a, b) ((a) * (b))
+#define MIN(a, b) ((b) < (a) ? (b) : (a))
+#define MAX(a, b) ((b) > (a) ? (b) : (a))
+
+/* Integers: sum and product in the unsigned type (wrapping, no UB). */
+#define INT_FNS(name, T, U)								\
+static void name##_sum(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = (T)((U)a[i] + (U)b[i]); } \
+static void name##_prod(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = (T)((U)a[i] * (U)b[i]); } \
+static void name##_min(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MIN(a[i], b[i]); }	\
+static void name##_max(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MAX(a[i], b[i]); }
+
+INT_FNS(i8, int8_t, uint8_t)
+INT_FNS(i16, int16_t, uint16_t)
+INT_FNS(i32, int32_t, uint32_t)
+INT_FNS(i64, int64_t, uint64_t)
+INT_FNS(u8, uint8_t, uint8_t)
+INT_FNS(u16, uint16_t, uint16_t)
+INT_FNS(u32, uint32_t, uint32_t)
+INT_FNS(u64, uint64_t, uint64_t)
+
+#define FLT_FNS(name, T)									\
+static void name##_sum(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = a[i] + b[i]; }	\
+static void name##_prod(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = a[i] * b[i]; }	\
+static void name##_min(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MIN(a[i], b[i]); }	\
+static void name##_max(void *d, const void *s, size_t n)				\
+{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MAX(a[i], b[i]); }
+
+FLT_FNS(f32, float)
+FLT_FNS(f64, double)
+
+#define HALF_FNS(name, TOF, FROMF, OPM)							\
+static void name(void *d, const void *s, size_t n)					\
+{ uint16_t *__restrict a = d; const uint16_t *__restrict b = s;						\
+  for (size_t i = 0; i < n; i++) { float x = TOF(a[i]), y = TOF(b[i]); a[i] = FROMF(OPM(x, y)); } }
+
+HALF_FNS(f16_sum, h2f, f2h, SUM)
+HALF_FNS(f16_prod, h2f, f2h, PROD)
+HALF_FNS(f16_min, h2f, f2h, MIN)
+HALF_FNS(f16_max, h2f, f2h, MAX)
+HALF_FNS(bf16_sum, b2f, f2b, SUM)
+HALF_FNS(bf16_prod, b2f, f2b, PROD)
+HALF_FNS(bf16_min, b2f, f2b, MIN)
+HALF_FNS(bf16_max, b2f, f2b, MAX)
+
+#define ROW(p) { p##_sum, p##_prod, p##_min, p##_max, p##_sum }
+static const reduce_fn table[DEVCOLL_NTYPES][DEVCOLL_NOPS] = {
+	ROW(i8), ROW(i16), ROW(i32), ROW(i64), ROW(u8), ROW(u16), ROW(u32), ROW(u64),
+	ROW(f16), ROW(bf16), ROW(f32), ROW(f64),
+};
+
+reduce_fn dc_reduce_fn(enum devcoll_dtype t, enum devcoll_op op)
+{
+	if ((unsigned int)t >= DEVCOLL_NTYPES || (unsigned int)op >= DEVCOLL_NOPS)
+		return NULL;
+	return table[t][op];
+}
+
+/* avg: the reduction sums; the result is divided by the world size. */
+void dc_avg_finish(void *buf, size_t n, enum devcoll_dtype t, int size)
+{
+	size_t i;
+
+#define DIV(T) do { T *a = buf; for (i = 0; i < n; i++) a[i] = (T)(a[i] / (T)size); } while (0)
+	switch (t) {
+	case DEVCOLL_INT8: DIV(int8_t); break;
+	case DEVCOLL_INT16: DIV(int16_t); break;
+	case DEVCOLL_INT32: DIV(int32_t); break;
+	case DEVCOLL_INT64: DIV(int64_t); break;
+	case DEVCOLL_UINT8: DIV(uint8_t); break;
+	case DEVCOLL_UINT16: DIV(uint16_t); break;
+	case DEVCOLL_UINT32: DIV(uint32_t); break;
+	case DEVCOLL_UINT64: DIV(uint64_t); break;
+	case DEVCOLL_FP32: DIV(float); break;
+	case DEVCOLL_FP64: DIV(double); break;
+	case DEVCOLL_FP16: {
+		uint16_t *a = buf;
+
+		for (i = 0; i < n; i++)
+			a[i] = f2h(h2f(a[i]) / (float)size);
+		break;
+	}
+	case DEVCOLL_BF16: {
+		uint16_t *a = buf;
+
+		for (i = 0; i < n; i++)
+			a[i] = f2b(b2f(a[i]) / (float)size);
+		break;
+	}
+	default:
+		break;
+	}
+#undef DIV
+}
+
+static const size_t sizes[DEVCOLL_NTYPES] = { 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8 };
+static const char *const tnames[DEVCOLL_NTYPES] = {
+	"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+	"fp16", "bf16", "fp32", "fp64",
+};
+static const char *const onames[DEVCOLL_NOPS] = { "sum", "prod", "min", "max", "avg" };
+
+DEVCOLL_EXPORT size_t devcoll_dtype_size(enum devcoll_dtype t)
+{
+	return (unsigned int)t < DEVCOLL_NTYPES ? sizes[t] : 0;
+}
+
+DEVCOLL_EXPORT const char *devcoll_dtype_name(enum devcoll_dtype t)
+{
+	return (unsigned int)t < DEVCOLL_NTYPES ? tnames[t] : "?";
+}
+
+DEVCOLL_EXPORT const char *devcoll_op_name(enum devcoll_op op)
+{
+	return (unsigned int)op < DEVCOLL_NOPS ? onames[op] : "?";
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Non-blocking operations: several in flight at once, overlapping with
+ * computation; test() polls; blocking calls queue behind them in order;
+ * the v-collectives copy their count arrays when posted.
+ */
+#include "common.h"
+
+static int nb(devcoll_comm *c, void *arg)
+{
+	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c), fails = 0, st;
+	size_t n = 2u << 20;
+	float *a = malloc(n * 4), *b = malloc(n * 4);
+	int32_t *g = malloc(1000 * 4 * (size_t)W), v[1000], bc[777], rs[5];
+	int32_t *rsin = malloc(5 * 4 * (size_t)W);
+	devcoll_req *q[5];
+	long polls = 0;
+	volatile double work = 0;
+
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		a[i] = (float)in_f(r, i, DEVCOLL_SUM);
+	for (int i = 0; i < 1000; i++)
+		v[i] = r * 1000 + i;
+	for (int i = 0; i < 777; i++)
+		bc[i] = r == 1 % W ? i * 3 : -1;
+	for (int i = 0; i < 5 * W; i++)
+		rsin[i] = i + r;
+	if (devcoll_iallreduce(c, a, b, n, DEVCOLL_FP32, DEVCOLL_SUM, &q[0]) ||
+	    devcoll_ibroadcast(c, bc, 777, DEVCOLL_INT32, 1 % W, &q[1]) ||
+	    devcoll_iallgather(c, v, g, 1000, DEVCOLL_INT32, &q[2]) ||
+	    devcoll_ireduce_scatter(c, rsin, rs, 5, DEVCOLL_INT32, DEVCOLL_MAX, &q[3]) ||
+	    devcoll_ibarrier(c, &q[4])) {
+		fprintf(stderr, "  rank %d: post: %s\n", r, devcoll_last_error());
+		return 1;
+	}
+	/* compute while the first one runs */
+	while (!devcoll_test(q[0], &st)) {
+		for (int i = 0; i < 10000; i++)
+			work += i * 0.5;
+		polls++;
+	}
+	/* a blocking call queues behind the rest */
+	int64_t one = 1;
+
+	if (devcoll_allreduce(c, &one, &one, 1, DEVCOLL_INT64, DEVCOLL_SUM) || one != W) {
+		fprintf(stderr, "  rank %d: blocking allreduce after non-blocking ones\n", r);
+		fails++;
+	}
+	for (int i = 0; i < 5; i++)
+		if ((st = devcoll_wait(q[i]))) {
+			fprintf(stderr, "  rank %d: request %d: %s\n", r, i, devcoll_last_error());
+			fails++;
+		}
+	for (size_t i = 0; i < n; i++)
+		if (check_one(DEVCOLL_FP32, DEVCOLL_SUM, W, b, i, i)) {
+			fprintf(stderr, "  rank %d: iallreduce wrong at %zu\n", r, i);
+			fails++;
+			break;
+		}
+	for (int i = 0; i < 777; i++)
+		if (bc[i] != i * 3) {
+			fprintf(stderr, "  rank %d: ibroadcast wrong\n", r);
+			fails++;
+			break;
+		}
+	for (int k = 0; k < W; k++)
+		for (int i = 0; i < 1000; i++)
+			if (g[k * 1000 + i] != k * 1000 + i) {
+				fprintf(stderr, "  rank %d: iallgather wrong\n", r);
+				fails++;
+				k = W;
+				break;
+			}
+	for (int i = 0; i < 5; i++)
+		if (rs[i] != r * 5 + i + W - 1) {
+			fprintf(stderr, "  rank %d: ireduce_scatter wrong\n", r);
+			fails++;
+			break;
+		}
+	/* the v-collectives, gather and scatter: count arrays copied at post */
+	{
+		size_t *cnt = malloc(8 * sizeof(size_t)), *dsp = malloc(8 * sizeof(size_t));
+		size_t *sc = malloc(8 * sizeof(size_t)), *sd = malloc(8 * sizeof(size_t));
+		size_t *rc = malloc(8 * sizeof(size_t)), *rd = malloc(8 * sizeof(size_t)), o = 0;
+		int32_t sv[40], gv[400], av[400], bv[400], gat[8 * 3], sca[3], scin[8 * 3];
+		devcoll_req *w[4];
+
+		for (int k = 0; k < W; k++) {
+			cnt[k] = (size_t)k + 2;
+			dsp[k] = o;
+			o += cnt[k] + 1;
+			sc[k] = (size_t)(r + k) % 3 + 1;
+			rc[k] = (size_t)(k + r) % 3 + 1;
+			sd[k] = (size_t)k * 4;
+			rd[k] = (size_t)k * 5;
+		}
+		for (int i = 0; i < 40; i++)
+			sv[i] = r * 100 + i;
+		for (int i = 0; i < W * 4; i++)
+			av[i] = r * 1000 + i;
+		for (int i = 0; i < 3 * W; i++)
+			scin[i] = i * 7;
+		int32_t g3[3] = { r, r + 1, r + 2 };
+
+		if (devcoll_iallgatherv(c, sv, cnt[r], gv, cnt, dsp, DEVCOLL_INT32, &w[0]) ||
+		    devcoll_ialltoallv(c, av, sc, sd, bv, rc, rd, DEVCOLL_INT32, &w[1]) ||
+		    devcoll_igather(c, g3, gat, 3, DEVCOLL_INT32, W - 1, &w[2]) ||
+		    devcoll_iscatter(c, scin, sca, 3, DEVCOLL_INT32, 0, &w[3])) {
+			fprintf(stderr, "  rank %d: post v: %s\n", r, devcoll_last_error());
+			return 1;
+		}
+		size_t keep_cnt[8], keep_dsp[8], keep_rc[8], keep_rd[8];
+
+		memcpy(keep_cnt, cnt, sizeof(keep_cnt));
+		memcpy(keep_dsp, dsp, sizeof(keep_dsp));
+		memcpy(keep_rc, rc, sizeof(keep_rc));
+		memcpy(keep_rd, rd, sizeof(keep_rd));
+		/* the arrays are the library's copies now */
+		memset(cnt, 0xff, 8 * sizeof(size_t));
+		memset(sc, 0xff, 8 * sizeof(size_t));
+		free(cnt);
+		free(dsp);
+		free(sc);
+		free(sd);
+		free(rc);
+		free(rd);
+		for (int i = 0; i < 4; i++)
+			if (devcoll_wait(w[i])) {
+				fprintf(stderr, "  rank %d: v request %d: %s\n", r, i, devcoll_last_error());
+				fails++;
+			}
+		for (int k = 0; k < W; k++) {
+			for (size_t i = 0; i < keep_cnt[k]; i++)
+				if (gv[keep_dsp[k] + i] != k * 100 + (int)i) {
+					fprintf(stderr, "  rank %d: iallgatherv wrong\n", r);
+					fails++;
+					k = W;
+					break;
+				}
+		}
+		for (int k = 0; k < W; k++)
+			for (size_t i = 0; i < keep_rc[k]; i++)
+				if (bv[keep_rd[k] + i] != k * 1000 + r * 4 + (int)i) {
+					fprintf(stderr, "  rank %d: ialltoallv wrong\n", r);
+					fails++;
+					k = W;
+					break;
+				}
+		for (int k = 0; r == W - 1 && k < W; k++)
+			for (int i = 0; i < 3; i++)
+				if (gat[k * 3 + i] != k + i) {
+					fprintf(stderr, "  rank %d: igather wrong\n", r);
+					fails++;
+					k = W;
+					break;
+				}
+		for (int i = 0; i < 3; i++)
+			if (sca[i] != (r * 3 + i) * 7) {
+				fprintf(stderr, "  rank %d: iscatter wrong\n", r);
+				fails++;
+				break;
+			}
+	}
+	if (r == 0)
+		printf("  rank 0 computed through %ld polls while the allreduce ran\n", polls);
+	free(a);
+	free(b);
+	free(g);
+	free(rsin);
+	return fails ? 1 : 0;
+}
+
+int main(void)
+{
+	struct devcoll_opts o = { .timeout_ms = 30000 };
+	int st[8], fails = 0;
+
+	for (int n = 1; n <= 4; n++) {
+		int bad = run_world(n, &o, nb, NULL, st, 120);
+
+		printf("%s: non-blocking overlap, %d ranks\n", bad ? "FAIL" : "ok", n);
+		fails += bad;
+	}
+	printf("%s\n", fails ? "FAIL" : "all passed");
+	return fails ? 1 : 0;
+}
