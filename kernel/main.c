@@ -23,7 +23,7 @@ struct device *devtcp_dma_dev(void)
 	return &devtcp_pdev->dev;
 }
 
-/* A queue started on a memory provider's buffers (see devtcp_exit()). */
+/* A dma-buf was mapped with our device for zero-copy (see devtcp_exit()). */
 void devtcp_note_provider(void)
 {
 	WRITE_ONCE(devtcp_provider_used, true);
@@ -56,10 +56,11 @@ static void __exit devtcp_exit(void)
 {
 	devtcp_link_exit();
 	/*
-	 * A devmem binding outlives our devices while sockets still hold its
-	 * buffers, and when it is freed at last it unmaps its dma-buf from our
-	 * device, on which it holds no reference. Once a memory provider has
-	 * been used, the device is unregistered but its memory is kept.
+	 * A devmem binding (RX or TX) or io_uring area outlives our devices
+	 * while sockets still hold its buffers, and when it is freed at last
+	 * it unmaps its dma-buf from our device, on which it holds no
+	 * reference. Once one has been made, the device is unregistered but
+	 * its memory is kept.
 	 */
 	if (READ_ONCE(devtcp_provider_used)) {
 		get_device(&devtcp_pdev->dev);

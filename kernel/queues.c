@@ -60,12 +60,23 @@ static int devtcp_queue_start(struct net_device *dev, struct netdev_queue_config
 	return 0;
 }
 
+/*
+ * The device that maps dma-bufs for devmem RX and TX and io_uring areas.
+ * Bindings made here may outlive the module (see devtcp_exit()).
+ */
+static struct device *devtcp_queue_get_dma_dev(struct net_device *dev, int idx)
+{
+	devtcp_note_provider();
+	return devtcp_dma_dev();
+}
+
 const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops = {
 	.ndo_queue_mem_size	= sizeof(struct devtcp_rx_mem),
 	.ndo_queue_mem_alloc	= devtcp_queue_mem_alloc,
 	.ndo_queue_mem_free	= devtcp_queue_mem_free,
 	.ndo_queue_start	= devtcp_queue_start,
 	.ndo_queue_stop		= devtcp_queue_stop,
+	.ndo_queue_get_dma_dev	= devtcp_queue_get_dma_dev,
 };
 
 /*

@@ -58,7 +58,6 @@ static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool
 
 	if (!page_pool_is_unreadable(pool))
 		return 0;
-	devtcp_note_provider();
 	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
 	if (!netmem)
 		return -ENOMEM;
