@@ -9,6 +9,7 @@ KSFT_SKIP=4
 DEVTCP_KO=/devtcp/kernel/devtcp.ko
 
 fails=0
+failed=()
 
 # check DESCRIPTION CMD...: runs CMD, records a failure if it fails.
 check() {
@@ -19,6 +20,7 @@ check() {
 	else
 		echo "FAIL: $what"
 		fails=$((fails + 1))
+		failed+=("$what")
 	fi
 }
 
@@ -35,7 +37,8 @@ fail() {
 # Ends the test: pass if no check failed.
 finish() {
 	[ "$fails" = 0 ] && exit $KSFT_PASS
-	echo "$fails check(s) failed"
+	echo "$fails check(s) failed:"
+	printf '  FAIL: %s\n' "${failed[@]}"	# again at the end, where logs get cut
 	exit $KSFT_FAIL
 }
 
