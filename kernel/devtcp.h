@@ -132,6 +132,7 @@ struct devtcp_fault_cfg {
 	u32 jitter_us;
 	u64 rate;		/* bit/s */
 	u64 seed;
+	bool dma_unreachable;	/* provider memory out of the DMA engine's reach */
 };
 
 enum {
@@ -141,11 +142,13 @@ enum {
 	DEVTCP_FAULT_STAT_DELAY,
 	DEVTCP_FAULT_STAT_RATE,
 	DEVTCP_FAULT_STAT_CORRUPT,
+	DEVTCP_FAULT_STAT_DMA,
 	DEVTCP_FAULT_NSTATS
 };
 
 struct devtcp_fault {
 	bool on;			/* read locklessly by xmit */
+	bool dma_unreachable;		/* read locklessly by the DMA paths */
 	spinlock_t lock;		/* cfg changes, decisions, PRNG, rate */
 	struct devtcp_fault_cfg cfg;
 	struct rnd_state rnd;
@@ -193,10 +196,10 @@ struct device *devtcp_dma_dev(void);
 void devtcp_note_provider(void);
 
 /* dma.c */
-bool devtcp_dma_reachable(dma_addr_t dma);
+bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma);
 int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
-int devtcp_dma_write_frame(netmem_ref netmem, unsigned int off, const struct sk_buff *src,
-			   unsigned int soff, unsigned int len);
+int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
+			   const struct sk_buff *src, unsigned int soff, unsigned int len);
 
 /* link.c */
 int devtcp_link_init(void);
@@ -205,6 +208,7 @@ int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels);
 
 /* rx.c */
 int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);
+void devtcp_rx_mem_attach(struct devtcp_rxq *rxq);
 void devtcp_rx_mem_free(struct devtcp_rx_mem *mem);
 int devtcp_rxq_open(struct devtcp_rxq *rxq);
 void devtcp_rxq_close(struct devtcp_rxq *rxq);
@@ -262,6 +266,7 @@ size_t devtcp_fault_get_size(void);
 int devtcp_fault_fill(struct sk_buff *skb, struct devtcp_priv *priv);
 netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16 qid);
 void devtcp_fault_flush(struct devtcp_priv *priv);
+bool devtcp_fault_dma_refused(struct devtcp_priv *priv);
 extern const char devtcp_fault_stat_names[DEVTCP_FAULT_NSTATS][ETH_GSTRING_LEN];
 
 /* ethtool.c */

@@ -22,9 +22,10 @@ static struct page *devtcp_dma_page(dma_addr_t dma)
 	return pfn_to_online_page(PHYS_PFN(__sme_clr(dma)));
 }
 
-bool devtcp_dma_reachable(dma_addr_t dma)
+/* Whether @priv's DMA engine can reach provider memory at @dma. */
+bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma)
 {
-	return devtcp_dma_page(dma);
+	return !devtcp_fault_dma_refused(priv) && devtcp_dma_page(dma);
 }
 
 /* Reads @len bytes at @dma into @to, page by page. */
@@ -106,14 +107,17 @@ int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsi
  * The device writes @len bytes of the frame @src at @soff into the provider
  * buffer @netmem at @off (a net_iov: reached through its DMA address).
  */
-int devtcp_dma_write_frame(netmem_ref netmem, unsigned int off, const struct sk_buff *src,
-			   unsigned int soff, unsigned int len)
+int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
+			   const struct sk_buff *src, unsigned int soff, unsigned int len)
 {
 	dma_addr_t dma = page_pool_get_dma_addr_netmem(netmem) + off;
-	struct page *page = devtcp_dma_page(dma);
+	struct page *page;
 	void *va;
 	int err;
 
+	if (devtcp_fault_dma_refused(priv))
+		return -EFAULT;
+	page = devtcp_dma_page(dma);
 	if (!page || offset_in_page(dma) + len > PAGE_SIZE)
 		return -EFAULT;
 	va = kmap_local_page(page);

@@ -31,6 +31,7 @@ const char devtcp_fault_stat_names[DEVTCP_FAULT_NSTATS][ETH_GSTRING_LEN] = {
 	[DEVTCP_FAULT_STAT_DELAY]	= "fault_delay",
 	[DEVTCP_FAULT_STAT_RATE]	= "fault_rate_limited",
 	[DEVTCP_FAULT_STAT_CORRUPT]	= "fault_corrupt",
+	[DEVTCP_FAULT_STAT_DMA]		= "fault_dma_unreachable",
 };
 
 static const struct nla_policy devtcp_fault_policy[IFLA_DEVTCP_FAULT_MAX + 1] = {
@@ -43,11 +44,24 @@ static const struct nla_policy devtcp_fault_policy[IFLA_DEVTCP_FAULT_MAX + 1] = 
 	[IFLA_DEVTCP_FAULT_JITTER]		= { .type = NLA_U32 },
 	[IFLA_DEVTCP_FAULT_RATE]		= { .type = NLA_U64 },
 	[IFLA_DEVTCP_FAULT_SEED]		= { .type = NLA_U64 },
+	[IFLA_DEVTCP_FAULT_DMA_UNREACHABLE]	= NLA_POLICY_MAX(NLA_U8, 1),
 };
 
 static void devtcp_fault_count(struct devtcp_fault *f, int stat)
 {
 	atomic64_inc(&f->stats[stat]);
+}
+
+/*
+ * A DMA transfer to or from provider memory is about to start: refused (and
+ * counted) while the dma-unreachable fault is on.
+ */
+bool devtcp_fault_dma_refused(struct devtcp_priv *priv)
+{
+	if (likely(!READ_ONCE(priv->fault.dma_unreachable)))
+		return false;
+	devtcp_fault_count(&priv->fault, DEVTCP_FAULT_STAT_DMA);
+	return true;
 }
 
 /* One decision with probability @ppm; draws only when the knob is on. */
@@ -369,6 +383,8 @@ int devtcp_fault_parse(struct devtcp_priv *priv, const struct nlattr *nla,
 		cfg->seed = nla_get_u64(tb[IFLA_DEVTCP_FAULT_SEED]);
 		*reseed = true;
 	}
+	if (tb[IFLA_DEVTCP_FAULT_DMA_UNREACHABLE])
+		cfg->dma_unreachable = nla_get_u8(tb[IFLA_DEVTCP_FAULT_DMA_UNREACHABLE]);
 	return 0;
 }
 
@@ -386,6 +402,7 @@ void devtcp_fault_set(struct devtcp_priv *priv, const struct devtcp_fault_cfg *c
 	/* Frames already waiting still go out, from the queue timers. */
 	on = cfg->drop || cfg->reorder || cfg->dup || cfg->corrupt || cfg->delay_us || cfg->rate;
 	WRITE_ONCE(f->on, on);
+	WRITE_ONCE(f->dma_unreachable, cfg->dma_unreachable);
 	spin_unlock_bh(&f->lock);
 }
 
@@ -393,7 +410,8 @@ size_t devtcp_fault_get_size(void)
 {
 	return nla_total_size(0) +			/* IFLA_DEVTCP_FAULT */
 	       7 * nla_total_size(sizeof(u32)) +
-	       2 * nla_total_size_64bit(sizeof(u64));
+	       2 * nla_total_size_64bit(sizeof(u64)) +
+	       nla_total_size(sizeof(u8));
 }
 
 int devtcp_fault_fill(struct sk_buff *skb, struct devtcp_priv *priv)
@@ -416,7 +434,8 @@ int devtcp_fault_fill(struct sk_buff *skb, struct devtcp_priv *priv)
 	    nla_put_u32(skb, IFLA_DEVTCP_FAULT_DELAY, cfg.delay_us) ||
 	    nla_put_u32(skb, IFLA_DEVTCP_FAULT_JITTER, cfg.jitter_us) ||
 	    nla_put_u64_64bit(skb, IFLA_DEVTCP_FAULT_RATE, cfg.rate, IFLA_DEVTCP_FAULT_PAD) ||
-	    nla_put_u64_64bit(skb, IFLA_DEVTCP_FAULT_SEED, cfg.seed, IFLA_DEVTCP_FAULT_PAD)) {
+	    nla_put_u64_64bit(skb, IFLA_DEVTCP_FAULT_SEED, cfg.seed, IFLA_DEVTCP_FAULT_PAD) ||
+	    nla_put_u8(skb, IFLA_DEVTCP_FAULT_DMA_UNREACHABLE, cfg.dma_unreachable)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}

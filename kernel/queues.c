@@ -53,6 +53,7 @@ static int devtcp_queue_start(struct net_device *dev, struct netdev_queue_config
 
 	rxq->mem = *(struct devtcp_rx_mem *)per_queue_mem;
 	rxq->restarts++;
+	devtcp_rx_mem_attach(rxq);
 	napi_enable_locked(&rxq->napi);
 	local_bh_disable();
 	napi_schedule(&rxq->napi);

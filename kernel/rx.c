@@ -32,18 +32,18 @@ static void devtcp_rx_drop(struct devtcp_rxq *rxq, bool dma_fault)
 }
 
 /* The device writes @len bytes of @src at @soff into a payload buffer. */
-static int devtcp_dma_write(struct page_pool *pool, netmem_ref netmem, u32 off,
+static int devtcp_dma_write(struct devtcp_rxq *rxq, netmem_ref netmem, u32 off,
 			    struct sk_buff *src, unsigned int soff, unsigned int len)
 {
 	int err;
 
 	/* Memory of a provider (dma-buf, io_uring area): through DMA. */
 	if (netmem_is_net_iov(netmem))
-		return devtcp_dma_write_frame(netmem, off, src, soff, len);
+		return devtcp_dma_write_frame(rxq->priv, netmem, off, src, soff, len);
 	err = devtcp_wire_read(src, soff, netmem_address(netmem) + off, len);
 	if (err)
 		return err;
-	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
+	page_pool_dma_sync_netmem_for_cpu(rxq->mem.data_pool, netmem, off, len);
 	return 0;
 }
 
@@ -61,9 +61,9 @@ static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool
 	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
 	if (!netmem)
 		return -ENOMEM;
-	if (!devtcp_dma_reachable(page_pool_get_dma_addr_netmem(netmem))) {
+	if (!devtcp_dma_reachable(rxq->priv, page_pool_get_dma_addr_netmem(netmem))) {
 		netdev_err(rxq->priv->dev,
-			   "queue %u: provider memory has no page behind its DMA address; the devtcp device cannot write it\n",
+			   "queue %u: provider memory is out of the device's DMA reach (no page behind its DMA address, or the dma-unreachable fault)\n",
 			   rxq->idx);
 		err = -EOPNOTSUPP;
 	}
@@ -131,7 +131,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		if (!netmem)
 			goto drop_skb;
 		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, chunk);
-		if (devtcp_dma_write(pool, netmem, poff, src, off, chunk)) {
+		if (devtcp_dma_write(rxq, netmem, poff, src, off, chunk)) {
 			dev_kfree_skb_any(skb);
 			net_err_ratelimited("%s: queue %u: payload DMA failed, frame dropped\n",
 					    priv->dev->name, rxq->idx);
@@ -212,7 +212,11 @@ static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 		.pool_size	= size,
 		.nid		= NUMA_NO_NODE,
 		.dev		= devtcp_dma_dev(),
-		.napi		= &rxq->napi,
+		/*
+		 * No .napi yet: memory allocated for a restart that then fails
+		 * is destroyed while this queue's NAPI still runs on the old
+		 * memory. devtcp_rx_mem_attach() links it once the queue starts.
+		 */
 		.netdev		= rxq->priv->dev,
 		.queue_idx	= rxq->idx,
 		.dma_dir	= DMA_FROM_DEVICE,
@@ -252,6 +256,13 @@ err_hdr:
 	return err;
 }
 
+/* The queue starts on @rxq->mem: its NAPI may recycle into the pools directly. */
+void devtcp_rx_mem_attach(struct devtcp_rxq *rxq)
+{
+	page_pool_enable_direct_recycling(rxq->mem.hdr_pool, &rxq->napi);
+	page_pool_enable_direct_recycling(rxq->mem.data_pool, &rxq->napi);
+}
+
 void devtcp_rx_mem_free(struct devtcp_rx_mem *mem)
 {
 	page_pool_destroy(mem->data_pool);
@@ -281,6 +292,7 @@ int devtcp_rxq_open(struct devtcp_rxq *rxq)
 	if (err)
 		goto err_napi;
 	rxq->sender_stopped = false;
+	devtcp_rx_mem_attach(rxq);
 	napi_enable_locked(&rxq->napi);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, &rxq->napi);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_TX, &rxq->napi);

@@ -150,6 +150,12 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (unlikely(skb_is_gso(skb) &&
 		     !(skb_shinfo(skb)->gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6))))
 		goto drop;
+	/* Devmem TX: the DMA engine reads the frags from provider memory. */
+	if (unlikely(!skb_frags_readable(skb) && devtcp_fault_dma_refused(priv))) {
+		net_err_ratelimited("%s: queue %u: TX DMA from provider memory failed, frame dropped\n",
+				    dev->name, qid);
+		goto drop;
+	}
 	if (unlikely(READ_ONCE(priv->fault.on)))
 		return devtcp_fault_xmit(priv, skb, qid);
 

@@ -42,14 +42,14 @@ check "a delay above 10 s is refused" refused delay 10000001 "at most 10 s"
 check "a rate below 64 kbit/s is refused" refused rate 1000 "at least 64000"
 check "a refused request changes no other knob either" refused drop 500 dup 2000000 "at most 1000000"
 
-all="drop 1 reorder 2 depth 3 dup 4 corrupt 5 delay 600 jitter 7 rate 80000000 seed 9"
+all="drop 1 reorder 2 depth 3 dup 4 corrupt 5 delay 600 jitter 7 rate 80000000 seed 9 dma-unreachable 1"
 fault set dta $all
 check "every knob reads back as set" test "$(fault show dta)" = "$all"
 check "the peer's settings are its own" \
 	bash -c "ip netns exec ns2 $FAULT show dtb | grep -q '^drop 0 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0'"
 fault off dta
 check "off clears every knob and keeps the seed" \
-	test "$(fault show dta)" = "drop 0 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0 seed 9"
+	test "$(fault show dta)" = "drop 0 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0 seed 9 dma-unreachable 0"
 
 # stream_with KNOBS...: a 20 MB validated stream with those faults on dta.
 seed=10
@@ -77,18 +77,26 @@ echo "fault_corrupt +$(( $(fstat corrupt) - c0 )), retransmitted +$(( $(mib ns1 
 check "... fault_corrupt moved" test "$(fstat corrupt)" -gt "$c0"
 check "... and TCP retransmitted the corrupted frames" test "$(mib ns1 RetransSegs)" -gt "$r0"
 
-u0=$(fstat dup); tx0=$(link_stat ns1 dta tx); rx0=$(link_stat ns2 dtb rx)
-rd0=$(link_stat ns2 dtb rx dropped)
-ds0=$(mib ns2 TCPDSACKOldSent)
+# wire_counts: "frames dta sent, frames that reached dtb" once the link is
+# quiet (two readings half a second apart agree). Frames a busy receiver
+# dropped for want of buffers (rx dropped) reached it too.
+wire_counts() {
+	local now last=
+	for _ in $(seq 20); do
+		now="$(link_stat ns1 dta tx) $(( $(link_stat ns2 dtb rx) + $(link_stat ns2 dtb rx dropped) ))"
+		[ "$now" = "$last" ] && break
+		last=$now
+		sleep 0.5
+	done
+	echo "$now"
+}
+u0=$(fstat dup); ds0=$(mib ns2 TCPDSACKOldSent)
+read -r tx0 rx0 < <(wire_counts)
 check "2% duplication: the stream arrives intact" stream_with dup 2%
-sleep 1	# the connection's last frames may still be on the wire
+read -r tx1 rx1 < <(wire_counts)
 dups=$(( $(fstat dup) - u0 ))
-# A busy receiver may drop frames for want of buffers (rx dropped): they
-# arrived too, as far as the wire is concerned.
-rdrop=$(( $(link_stat ns2 dtb rx dropped) - rd0 ))
-extra=$(( $(link_stat ns2 dtb rx) + rdrop - rx0 - ($(link_stat ns1 dta tx) - tx0) ))
-echo "fault_dup +$dups, dtb received $extra frames more than dta sent" \
-	"($rdrop of them dropped for want of buffers)," \
+extra=$(( rx1 - rx0 - (tx1 - tx0) ))
+echo "fault_dup +$dups, dtb received $extra frames more than dta sent," \
 	"D-SACKs +$(( $(mib ns2 TCPDSACKOldSent) - ds0 ))"
 check "... fault_dup moved" test "$dups" -gt 0
 check "... and every duplicate arrived as an extra frame" test "$extra" = "$dups"
@@ -160,4 +168,25 @@ check "... and no fault counter moved" test "$before" = "$after"
 
 ip netns del ns1
 ip netns del ns2
+# Faults given when the pair is created (newlink) apply from the first frame:
+# a pair that loses everything dtc sends cannot even resolve its neighbour.
+devtcp_pair dtc ns3 dtd ns4 fault drop 100% seed 77 || fail "cannot create a pair with faults"
+f3() { ip netns exec ns3 $FAULT "$@"; }
+echo "dtc: $(f3 show dtc)"
+check "faults given at creation read back" \
+	test "$(f3 show dtc)" = "drop 1000000 reorder 0 depth 0 dup 0 corrupt 0 delay 0 jitter 0 rate 0 seed 77 dma-unreachable 0"
+check "... the peer starts without" \
+	bash -c "ip netns exec ns4 $FAULT show dtd | grep -q '^drop 0 '"
+check "... and every frame dtc sends is lost" \
+	bash -c "! ip netns exec ns3 ping -q -c 3 -i 0.2 -W 1 10.99.0.2"
+check "... counted in fault_drop" test "$(ethtool_stat ns3 dtc fault_drop)" -gt 0
+f3 off dtc
+check "with the fault off the pair works" ip netns exec ns3 ping -q -c 1 -W 2 10.99.0.2
+out=$($DEVTCP_PAIR add dte dtf -n ns3 -N ns4 fault reorder 1% depth 300 2>&1)
+check "a pair with a bad fault value is refused (exit $?)" test $? = 1
+echo "$out"
+check "... with the kernel's reason" grep -q "at most 256" <<< "$out"
+check "... and neither end exists" \
+	bash -c "! ip -n ns3 link show dte && ! ip -n ns4 link show dtf" 2> /dev/null
+
 finish

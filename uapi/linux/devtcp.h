@@ -11,6 +11,12 @@
  * the device puts on the wire, i.e. into one direction of the pair. It is
  * accepted at newlink and changelink (attributes left out keep their value)
  * and reported by getlink. Probabilities are in parts per million.
+ *
+ * IFLA_DEVTCP_FAULT_DMA_UNREACHABLE makes the device's DMA engine unable to
+ * reach memory providers' buffers (dma-bufs, io_uring areas), as a NIC that
+ * cannot reach a GPU's BAR peer to peer: queues refuse to start on such
+ * memory (bind-rx fails with EOPNOTSUPP), frames for queues already bound are
+ * dropped (rx<N>_dma_faults) and devmem TX frames are dropped at xmit.
  */
 #ifndef _UAPI_LINUX_DEVTCP_H
 #define _UAPI_LINUX_DEVTCP_H
@@ -36,6 +42,7 @@ enum {
 	IFLA_DEVTCP_FAULT_JITTER,	/* u32 us: delay varies by up to +-this */
 	IFLA_DEVTCP_FAULT_RATE,		/* u64 bit/s: wire rate limit, 0 none */
 	IFLA_DEVTCP_FAULT_SEED,		/* u64: reseeds the decisions' PRNG */
+	IFLA_DEVTCP_FAULT_DMA_UNREACHABLE,	/* u8 0/1: see below */
 	__IFLA_DEVTCP_FAULT_MAX
 };
 

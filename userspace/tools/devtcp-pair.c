@@ -5,9 +5,11 @@
  * cannot pass a peer for link kinds it does not know).
  *
  *   devtcp-pair add NAME PEER [-q QUEUES] [-m MTU] [-n NETNS] [-N PEER_NETNS]
+ *                   [fault KEY VALUE...]
  *   devtcp-pair del NAME [-n NETNS]
  *
- * NETNS names a namespace of `ip netns` (/run/netns/NETNS).
+ * NETNS names a namespace of `ip netns` (/run/netns/NETNS). Faults (the keys
+ * of devtcp-fault) apply to what NAME sends from its first frame on.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,16 +24,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/devtcp.h>
+
+#include "fault_keys.h"
+#include "rtnl.h"
 
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: devtcp-pair add NAME PEER [-q QUEUES] [-m MTU] [-n NETNS] [-N PEER_NETNS]\n"
+		"                       [fault KEY VALUE...]\n"
 		"       devtcp-pair del NAME [-n NETNS]\n");
+	fputs(FAULT_KEYS_HELP, stderr);
 	exit(2);
 }
 
@@ -47,55 +53,6 @@ static int netns_fd(const char *name)
 		exit(1);
 	}
 	return fd;
-}
-
-/* Sends one request and returns 0 or a negative errno, printing the extack. */
-static int rtnl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, const char *what)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	unsigned int seq = nlh->nlmsg_seq;
-	struct nlmsgerr *err;
-	struct nlattr *attr;
-	int len;
-
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	len = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (len < 0)
-		return -errno;
-	nlh = (struct nlmsghdr *)buf;
-	if (!mnl_nlmsg_ok(nlh, len) || nlh->nlmsg_seq != seq || nlh->nlmsg_type != NLMSG_ERROR)
-		return -EPROTO;
-	err = mnl_nlmsg_get_payload(nlh);
-	if (!err->error)
-		return 0;
-	fprintf(stderr, "devtcp-pair: %s: %s", what, strerror(-err->error));
-	if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
-		unsigned int off = sizeof(*err);
-
-		if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-			off += mnl_nlmsg_get_payload_len(&err->msg);
-		mnl_attr_for_each_payload((void *)((char *)err + off),
-					  mnl_nlmsg_get_payload_len(nlh) - off) {
-			if (mnl_attr_get_type(attr) == NLMSGERR_ATTR_MSG)
-				fprintf(stderr, ": %s", mnl_attr_get_str(attr));
-		}
-	}
-	fprintf(stderr, "\n");
-	return err->error;
-}
-
-static struct nlmsghdr *new_request(char *buf, int type, int flags)
-{
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct ifinfomsg *ifm;
-
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-	nlh->nlmsg_seq = time(NULL);
-	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
-	ifm->ifi_family = AF_UNSPEC;
-	return nlh;
 }
 
 static void put_link_attrs(struct nlmsghdr *nlh, const char *name, unsigned int queues,
@@ -120,7 +77,8 @@ int main(int argc, char **argv)
 	struct nlattr *linkinfo, *data, *peer_attr;
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
-	int opt, one = 1, err;
+	int opt, one = 1, nfaults = 0, err;
+	char **faults = NULL;
 
 	if (argc < 3)
 		usage();
@@ -135,7 +93,8 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "del")) {
 		usage();
 	}
-	while ((opt = getopt(argc, argv, "q:m:n:N:")) != -1) {
+	/* '+': stop at the first word that is no option ("fault"). */
+	while ((opt = getopt(argc, argv, "+q:m:n:N:")) != -1) {
 		switch (opt) {
 		case 'q': queues = strtoul(optarg, NULL, 0); break;
 		case 'm': mtu = strtoul(optarg, NULL, 0); break;
@@ -143,6 +102,11 @@ int main(int argc, char **argv)
 		case 'N': peer_ns = optarg; break;
 		default: usage();
 		}
+	}
+	if (peer && optind < argc && !strcmp(argv[optind], "fault") && optind + 1 < argc) {
+		faults = argv + optind + 1;
+		nfaults = argc - optind - 1;
+		optind = argc;
 	}
 	if (optind != argc || strlen(name) >= IFNAMSIZ || (peer && strlen(peer) >= IFNAMSIZ))
 		usage();
@@ -160,11 +124,11 @@ int main(int argc, char **argv)
 	mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
 
 	if (!strcmp(cmd, "del")) {
-		nlh = new_request(buf, RTM_DELLINK, 0);
+		nlh = rtnl_link_request(buf, RTM_DELLINK, 0, 0);
 		mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
-		err = rtnl_talk(nl, nlh, "cannot delete the pair");
+		err = rtnl_talk(nl, nlh, "devtcp-pair", "cannot delete the pair", NULL, NULL);
 	} else {
-		nlh = new_request(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+		nlh = rtnl_link_request(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
 		put_link_attrs(nlh, name, queues, mtu, -1);
 		linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
 		mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "devtcp");
@@ -175,9 +139,11 @@ int main(int argc, char **argv)
 		nlh->nlmsg_len += MNL_ALIGN(sizeof(struct ifinfomsg));
 		put_link_attrs(nlh, peer, queues, mtu, peer_ns ? netns_fd(peer_ns) : -1);
 		mnl_attr_nest_end(nlh, peer_attr);
+		if (faults && fault_put_keys(nlh, "devtcp-pair", nfaults, faults))
+			usage();
 		mnl_attr_nest_end(nlh, data);
 		mnl_attr_nest_end(nlh, linkinfo);
-		err = rtnl_talk(nl, nlh, "cannot create the pair");
+		err = rtnl_talk(nl, nlh, "devtcp-pair", "cannot create the pair", NULL, NULL);
 	}
 	mnl_socket_close(nl);
 	return err ? 1 : 0;
