@@ -52,6 +52,23 @@ check "... neither saw the other's data" grep -q "0 mismatched, 0 in another" /t
 check "both clients gone: no rule left" within_1s test "$(rules)" = 0
 check "... no binding left" within_1s test "$(bound_queues)" = 0
 
+# An IPv6 flow: a tcp6 rule to fd99::2, the stream from fd99::1 received the same way.
+timeout 120 "${U1000[@]}" $CLIENT recv6 dtb 5003 $bytes 23 > /tmp/c3.out 2> /tmp/c3.err &
+p3=$!
+wait_for /tmp/c3.err listening
+cat /tmp/c3.err
+b ethtool -n dtb
+check "an IPv6 flow is steered by a tcp6 rule to fd99::2 port 5003" \
+	bash -c "ip netns exec ns2 ethtool -n dtb | tr -d '\t' | grep -A9 '^Rule Type: TCP over IPv6' |
+		grep -q '^Dest IP addr: fd99::2 ' && ip netns exec ns2 ethtool -n dtb | grep -q 'Dest port: 5003'"
+timeout 120 ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -6 -a fd99::2 -p 5003 -n $bytes -s 23 > /dev/null
+wait $p3; r3=$?
+cat /tmp/c3.out
+check "the IPv6 stream arrived in the client's dma-buf, validated" test $r3 = 0
+check "... with no payload on the linear path" grep -q "(0 linear), 0 mismatched" /tmp/c3.out
+check "... and its rule and binding are gone with the client" \
+	within_1s test "$(rules)" = 0 -a "$(bound_queues)" = 0
+
 # A client holding a buffer and a flow; ownership checks from another.
 "${U1000[@]}" $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
 ph=$!

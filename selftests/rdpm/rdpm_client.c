@@ -5,6 +5,7 @@
  *
  *   rdpm_client recv IFACE PORT BYTES SEED   register a udmabuf, steer tcp4 PORT to it,
  *                                            receive one stream with devmem RX, validate
+ *   rdpm_client recv6 IFACE PORT BYTES SEED  the same over IPv6 (tcp6 to fd99::2 PORT)
  *   rdpm_client hold IFACE PORT              register + steer, print ids, wait for a signal
  *   rdpm_client steal IFACE PORT HANDLE FLOW  steer PORT (taken), use HANDLE/FLOW (not ours)
  *   rdpm_client register IFACE               register only
@@ -51,6 +52,14 @@ static struct devmem_flow tcp4(unsigned int port)
 	return f;
 }
 
+static struct devmem_flow tcp6(unsigned int port)
+{
+	struct devmem_flow f = { .family = AF_INET6, .dport = port };
+
+	inet_pton(AF_INET6, "fd99::2", f.dst);
+	return f;
+}
+
 static struct rdpm_client *setup(const char *ifname, struct devmem_mem **mem,
 				 struct rdpm_buffer *b, size_t size)
 {
@@ -65,10 +74,11 @@ static struct rdpm_client *setup(const char *ifname, struct devmem_mem **mem,
 	return c;
 }
 
-static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64_t seed)
+static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64_t seed, int v6)
 {
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	struct devmem_flow flow = tcp4(port);
+	struct devmem_flow flow = v6 ? tcp6(port) : tcp4(port);
 	uint64_t off = 0, bad = 0, foreign = 0, linear = 0;
 	static uint8_t got[65536], want[65536];
 	struct devmem_mem *mem;
@@ -81,9 +91,10 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 
 	if (rdpm_steer(c, b.handle, &flow, &queue, &fid))
 		die("steer");
-	ls = socket(AF_INET, SOCK_STREAM, 0);
+	ls = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1)) {
+	if ((v6 ? bind(ls, (struct sockaddr *)&sa6, sizeof(sa6)) :
+		  bind(ls, (struct sockaddr *)&sa, sizeof(sa))) || listen(ls, 1)) {
 		perror("bind/listen");
 		return 1;
 	}
@@ -457,9 +468,9 @@ int main(int argc, char **argv)
 {
 	sock_path = getenv("RDPM_SOCKET");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 6 && !strcmp(argv[1], "recv"))
+	if (argc == 6 && (!strcmp(argv[1], "recv") || !strcmp(argv[1], "recv6")))
 		return do_recv(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0),
-			       strtoull(argv[5], NULL, 0));
+			       strtoull(argv[5], NULL, 0), !strcmp(argv[1], "recv6"));
 	if (argc == 4 && !strcmp(argv[1], "hold"))
 		return do_hold(argv[2], atoi(argv[3]));
 	if (argc == 6 && !strcmp(argv[1], "steal"))
