@@ -8,20 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
-
-struct op {
-	int kind;
-	const void *send;
-	void *recv;
-	size_t count, count2;
-	enum devcoll_dtype type;
-	enum devcoll_op rop;
-	int root;		/* also the peer of send/recv */
-	uint32_t tag;
-	size_t *v;		/* v-variants: counts and displacements (owned) */
-	const size_t *counts, *displs, *scounts, *sdispls;
-};
 
 static char *scratch(devcoll_comm *c, size_t len)
 {
@@ -527,6 +515,8 @@ static int check(devcoll_comm *c, const struct op *o)
 	     o->kind == K_SCATTER || o->kind == K_SEND || o->kind == K_RECV) &&
 	    (o->root < 0 || o->root >= c->size))
 		return dc_fail(-EINVAL, "rank %d is not in the communicator (size %d)", o->root, c->size);
+	if ((o->kind == K_SEND || o->kind == K_RECV) && o->root == c->rank)
+		return dc_fail(-EINVAL, "send/recv: to or from itself");
 	if (o->count > (1ull << 40))
 		return dc_fail(-EINVAL, "count %zu is too large", o->count);
 	return 0;
@@ -583,6 +573,13 @@ static void *progress_thread(void *arg)
 			break;
 		devcoll_req *q = c->qhead;
 
+		if (q->op->kind == K_SEND || q->op->kind == K_RECV) {
+			c->busy = true;
+			dc_p2p_batch(c);
+			c->busy = false;
+			pthread_cond_broadcast(&c->cv);
+			continue;
+		}
 		c->qhead = q->next;
 		if (!c->qhead)
 			c->qtail = NULL;
@@ -602,6 +599,8 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
+static int post(devcoll_comm *c, const struct op *o, devcoll_req **out);
+
 static int blocking(devcoll_comm *c, struct op *o)
 {
 	int ret = check(c, o);
@@ -609,6 +608,15 @@ static int blocking(devcoll_comm *c, struct op *o)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&c->mtx);
+	/* a send/recv behind queued ones joins them on the progress thread:
+	 * waiting for the queue first could wait for an irecv it matches */
+	if ((o->kind == K_SEND || o->kind == K_RECV) && (c->qhead || c->busy)) {
+		devcoll_req *q;
+
+		pthread_mutex_unlock(&c->mtx);
+		ret = post(c, o, &q);
+		return ret ? ret : devcoll_wait(q);
+	}
 	while (c->qhead || c->busy)
 		pthread_cond_wait(&c->cv, &c->mtx);
 	c->busy = true;
@@ -625,9 +633,12 @@ static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
 {
 	devcoll_req *q;
 	struct op *copy;
-	int ret = check(c, o);
+	int ret;
 
+	if (!out)
+		return dc_fail(-EINVAL, "no request pointer");
 	*out = NULL;
+	ret = check(c, o);
 	if (ret)
 		return ret;
 	q = calloc(1, sizeof(*q));
@@ -657,6 +668,15 @@ static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
 	c->qtail = q;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mtx);
+	/* wakes a send/recv batch sleeping in epoll_wait (edge-triggered:
+	 * every write is an event, the counter is never read) */
+	if (c->wakefd >= 0 && (o->kind == K_SEND || o->kind == K_RECV)) {
+		uint64_t one = 1;
+
+		if (write(c->wakefd, &one, sizeof(one)) < 0) {
+			/* cannot fail short of counter overflow */
+		}
+	}
 	*out = q;
 	return 0;
 }
@@ -897,6 +917,18 @@ DEVCOLL_EXPORT int devcoll_recv(devcoll_comm *c, void *b, size_t n, enum devcoll
 				uint32_t tag)
 {
 	return blocking(c, &OP(.kind = K_RECV, .recv = b, .count = n, .type = t, .root = peer, .tag = tag));
+}
+
+DEVCOLL_EXPORT int devcoll_isend(devcoll_comm *c, const void *b, size_t n, enum devcoll_dtype t,
+				 int peer, uint32_t tag, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_SEND, .send = b, .count = n, .type = t, .root = peer, .tag = tag), q);
+}
+
+DEVCOLL_EXPORT int devcoll_irecv(devcoll_comm *c, void *b, size_t n, enum devcoll_dtype t, int peer,
+				 uint32_t tag, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_RECV, .recv = b, .count = n, .type = t, .root = peer, .tag = tag), q);
 }
 
 /* split: allgather of raw bytes over the parent */

@@ -54,6 +54,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 	c->rank = rank;
 	c->size = size;
 	c->epfd = -1;
+	c->wakefd = -1;
 	if (like) {
 		c->nconns = like->nconns;
 		c->timeout_ms = like->timeout_ms;
@@ -100,6 +101,8 @@ void dc_comm_free(devcoll_comm *c)
 			close(c->conns[i].fd);
 	if (c->epfd >= 0)
 		close(c->epfd);
+	if (c->wakefd >= 0)
+		close(c->wakefd);
 	pthread_mutex_destroy(&c->mtx);
 	pthread_cond_destroy(&c->cv);
 	free(c->conns);

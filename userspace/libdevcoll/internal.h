@@ -74,6 +74,7 @@ struct devcoll_comm {
 	uint64_t id;
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;
+	int wakefd;		/* eventfd in epfd: a send/recv was posted */
 	uint32_t seq;		/* collectives started */
 	uint32_t *p2p_sseq, *p2p_rseq;
 	int err;		/* sticky */
@@ -134,6 +135,15 @@ int dc_run(devcoll_comm *c, struct xfer *x);
 /* one message each way (either may be absent) */
 int dc_sendrecv(devcoll_comm *c, const struct wire_hdr *tmpl, int speer, const void *sbuf,
 		size_t slen, int rpeer, void *rbuf, size_t rlen);
+/* connection-level pieces, shared with the send/recv engine (p2p.c) */
+int dc_conn_send(devcoll_comm *c, struct conn *k, int *err);
+ssize_t dc_conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len);
+int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress);
+int dc_seq_cmp(uint32_t a, uint32_t b);
+const char *dc_kname(unsigned int k);
+size_t dc_nchunks(size_t len, size_t chunk);
+size_t dc_chunk_len(size_t len, size_t chunk, size_t j);
+int64_t dc_now_ms(void);
 
 /* devmem path (dm.c) */
 int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);
@@ -143,7 +153,20 @@ void dc_dm_free(devcoll_comm *c);
 ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red,
 		   size_t esize);
 
-/* coll.c */
+/* coll.c: an operation, as queued */
+struct op {
+	int kind;
+	const void *send;
+	void *recv;
+	size_t count, count2;
+	enum devcoll_dtype type;
+	enum devcoll_op rop;
+	int root;		/* also the peer of send/recv */
+	uint32_t tag;
+	size_t *v;		/* v-variants: counts and displacements (owned) */
+	const size_t *counts, *displs, *scounts, *sdispls;
+};
+
 struct devcoll_req {
 	struct devcoll_req *next;
 	devcoll_comm *comm;
@@ -151,5 +174,10 @@ struct devcoll_req {
 	bool done;
 	int status;
 };
+
+/* p2p.c: runs the send/recv operations at the head of the queue together,
+ * taking later ones in as they are posted; called and returns with c->mtx
+ * held. */
+void dc_p2p_batch(devcoll_comm *c);
 
 #endif
