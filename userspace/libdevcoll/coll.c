@@ -144,6 +144,59 @@ static int tree_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t byt
 	return 0;
 }
 
+/*
+ * Broadcast and reduce of large messages: a chain from the root (broadcast)
+ * or towards it (reduce), chunk-pipelined: a rank passes chunk j on as soon
+ * as it has it (reduced, for reduce), so the whole takes about one message
+ * time plus a chunk time per rank instead of log2(n) message times. The
+ * message from chain position p to p + 1 is step p + 1, so rank p's
+ * transfer starts at step p: its receive, then its dependent send.
+ */
+static bool want_chain(devcoll_comm *c, size_t bytes)
+{
+	if (c->rooted != ROOTED_AUTO)
+		return c->rooted == ROOTED_CHAIN;
+	/* two ranks: the same single hop either way */
+	return c->size > 2 && bytes > c->small_max && bytes >= 2 * c->chunk;
+}
+
+static int chain_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t bytes, int root)
+{
+	int n = c->size, p = MOD(c->rank - root, n);
+	char *b = buf ? buf : (char *)"";
+	struct step st[2] = {
+		{ .rptr = p > 0 ? b : NULL, .rlen = p > 0 ? bytes : 0 },
+		{ .sptr = p < n - 1 ? b : NULL, .slen = p < n - 1 ? bytes : 0, .dep = p > 0 },
+	};
+	struct xfer x = { .speer = p < n - 1 ? MOD(c->rank + 1, n) : -1,
+			  .rpeer = p > 0 ? MOD(c->rank - 1, n) : -1, .st = st, .nst = 2, .tmpl = *t };
+
+	x.tmpl.step = (uint32_t)p;
+	return dc_run(c, &x);
+}
+
+/* The chain starts at the rank before the root (root - 1) and ends at it;
+ * each rank reduces what comes in with its own data into @acc (starting
+ * from @send out of place) and passes it on. */
+static int chain_reduce(devcoll_comm *c, struct wire_hdr *t, const char *send, char *acc,
+			size_t bytes, int root, reduce_fn red, size_t es)
+{
+	int n = c->size, p = n - 1 - MOD(c->rank - root, n);
+	bool first = p == 0, last = c->rank == root;
+	const char *own = send ? send : "";
+	struct step st[2] = {
+		{ .rptr = first ? NULL : acc, .rlen = first ? 0 : bytes, .tmp = first ? NULL : (char *)"",
+		  .init = acc != send ? send : NULL },
+		{ .sptr = last ? NULL : first ? own : acc, .slen = last ? 0 : bytes, .dep = !first },
+	};
+	struct xfer x = { .speer = last ? -1 : MOD(c->rank - 1, n),
+			  .rpeer = first ? -1 : MOD(c->rank + 1, n), .st = st, .nst = 2,
+			  .red = red, .esize = es, .tmpl = *t };
+
+	x.tmpl.step = (uint32_t)p;
+	return dc_run(c, &x);
+}
+
 /* Recursive doubling; ranks beyond the largest power of two fold in first. */
 static int rd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t bytes,
 			reduce_fn red, size_t es)
@@ -329,9 +382,18 @@ static int do_reduce(devcoll_comm *c, const struct op *o)
 	if (!tmp)
 		return dc_fail(-ENOMEM, "out of memory");
 	acc = c->rank == o->root ? (char *)o->recv : tmp + bytes;
+	if (acc == NULL)
+		acc = (char *)"";
+	if (c->size > 1 && want_chain(c, bytes)) {
+		/* the chain starts each chunk from @send itself */
+		ret = chain_reduce(c, &t, o->send, acc, bytes, o->root, dc_reduce_fn(o->type, o->rop),
+				   es);
+		goto out;
+	}
 	if (acc != o->send && bytes)
 		memmove(acc, o->send, bytes);
 	ret = tree_reduce(c, &t, acc, tmp, bytes, o->root, dc_reduce_fn(o->type, o->rop), es);
+out:
 	if (!ret && c->rank == o->root && o->rop == DEVCOLL_AVG)
 		dc_avg_finish(o->recv, o->count, o->type, c->size);
 	return ret;
@@ -536,8 +598,14 @@ static int exec_op(devcoll_comm *c, struct op *o)
 	case K_BCAST: {
 		struct wire_hdr t = tmpl(c, K_BCAST, o);
 
-		ret = c->size > 1 ? tree_bcast(c, &t, o->recv, o->count * devcoll_dtype_size(o->type),
-					       o->root) : 0;
+		size_t bytes = o->count * devcoll_dtype_size(o->type);
+
+		if (c->size == 1)
+			ret = 0;
+		else if (want_chain(c, bytes))
+			ret = chain_bcast(c, &t, o->recv, bytes, o->root);
+		else
+			ret = tree_bcast(c, &t, o->recv, bytes, o->root);
 		break;
 	}
 	case K_ALLGATHER: ret = do_allgather(c, o); break;

@@ -61,6 +61,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 		c->chunk = like->chunk;
 		c->rxmode = like->rxmode;
 		c->algo = like->algo;
+		c->rooted = like->rooted;
 		c->small_max = like->small_max;
 		c->spin_us = like->spin_us;
 	}
@@ -427,6 +428,7 @@ static uint64_t fresh_id(void)
 static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 {
 	const char *a = getenv("DEVCOLL_ALGO"), *rx = getenv("DEVCOLL_RX");
+	const char *ra = getenv("DEVCOLL_ROOTED_ALGO");
 
 	c->nconns = o && o->nconns ? o->nconns : (unsigned int)env_long("DEVCOLL_NCONNS", 2);
 	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)env_long("DEVCOLL_TIMEOUT_MS", 60000);
@@ -445,6 +447,13 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 		c->algo = DEVCOLL_ALGO_HD;
 	else if (a && *a && strcmp(a, "auto"))
 		return dc_fail(-EINVAL, "DEVCOLL_ALGO=%s: want ring, rd, hd, tree or auto", a);
+	c->rooted = ROOTED_AUTO;
+	if (ra && !strcmp(ra, "tree"))
+		c->rooted = ROOTED_TREE;
+	else if (ra && !strcmp(ra, "chain"))
+		c->rooted = ROOTED_CHAIN;
+	else if (ra && *ra && strcmp(ra, "auto"))
+		return dc_fail(-EINVAL, "DEVCOLL_ROOTED_ALGO=%s: want chain, tree or auto", ra);
 	if (c->nconns < 1 || c->nconns > 64)
 		return dc_fail(-EINVAL, "DEVCOLL_NCONNS: 1 to 64 connections per peer");
 	if (c->timeout_ms <= 0)

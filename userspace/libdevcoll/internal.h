@@ -62,6 +62,9 @@ struct endpoint {
 
 struct op;
 
+/* Broadcast and reduce (DEVCOLL_ROOTED_ALGO=tree|chain|auto). */
+enum rooted_algo { ROOTED_AUTO, ROOTED_TREE, ROOTED_CHAIN };
+
 struct devcoll_comm {
 	int rank, size;
 	unsigned int nconns;
@@ -69,6 +72,7 @@ struct devcoll_comm {
 	size_t chunk;
 	unsigned int rxmode;
 	enum devcoll_algo algo;
+	enum rooted_algo rooted;
 	size_t small_max;	/* bytes up to which the latency algorithms run */
 	int spin_us;		/* small messages: poll this long before sleeping */
 	uint64_t id;
