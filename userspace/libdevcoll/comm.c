@@ -114,28 +114,48 @@ void dc_comm_free(devcoll_comm *c)
 	free(c);
 }
 
-static int parse_hostport(const char *s, struct sockaddr_storage *sa, socklen_t *len)
+/*
+ * "host:port", "[v6 address]:port", or with @need_port false also a bare
+ * "host", "[v6 address]" or "v6 address" (port 0). @what names the setting
+ * in errors.
+ */
+static int parse_addr(const char *s, bool need_port, const char *what,
+		      struct sockaddr_storage *sa, socklen_t *len)
 {
 	char host[256];
-	const char *colon = strrchr(s, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	const char *h = s, *port = "0", *colon = strrchr(s, ':');
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
 	size_t hl;
+	bool have_port = false;
 	int r;
 
-	if (!colon || colon == s)
-		return dc_fail(-EINVAL, "DEVCOLL_ADDR \"%s\": want host:port", s);
-	hl = (size_t)(colon - s);
-	if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
-		s++;
-		hl -= 2;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || (end[1] && end[1] != ':'))
+			return dc_fail(-EINVAL, "%s \"%s\": want [address]:port", what, s);
+		h = s + 1;
+		hl = (size_t)(end - h);
+		if (end[1]) {
+			port = end + 2;
+			have_port = true;
+		}
+	} else if (colon && (need_port || strchr(s, ':') == colon)) {
+		hl = (size_t)(colon - s);	/* the last colon: "::1:80" too */
+		port = colon + 1;
+		have_port = true;
+	} else {
+		hl = strlen(s);		/* a bare host, or an IPv6 address */
 	}
+	if ((need_port && !have_port) || !hl || !*port)
+		return dc_fail(-EINVAL, "%s \"%s\": want host:port", what, s);
 	if (hl >= sizeof(host))
-		return dc_fail(-EINVAL, "DEVCOLL_ADDR: host name too long");
-	memcpy(host, s, hl);
+		return dc_fail(-EINVAL, "%s: host name too long", what);
+	memcpy(host, h, hl);
 	host[hl] = 0;
-	r = getaddrinfo(host, colon + 1, &hints, &res);
+	r = getaddrinfo(host, port, &hints, &res);
 	if (r)
-		return dc_fail(-EINVAL, "DEVCOLL_ADDR \"%s\": %s", s, gai_strerror(r));
+		return dc_fail(-EINVAL, "%s \"%s\": %s", what, s, gai_strerror(r));
 	memcpy(sa, res->ai_addr, res->ai_addrlen);
 	*len = res->ai_addrlen;
 	freeaddrinfo(res);
@@ -190,7 +210,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 	int64_t deadline = now_ms() + c->timeout_ms;
 	int ret;
 
-	ret = parse_hostport(addr, &store, &slen);
+	ret = parse_addr(addr, true, "DEVCOLL_ADDR", &store, &slen);
 	if (ret)
 		return ret;
 	if (c->rank == 0) {
@@ -202,7 +222,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 		if (bind_addr) {
 			socklen_t l;
 
-			ret = parse_hostport(bind_addr, &sa, &l);
+			ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
 			if (ret) {
 				free(fds);
 				return ret;
@@ -277,7 +297,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 	if (bind_addr) {
 		socklen_t l;
 
-		ret = parse_hostport(bind_addr, &local, &l);
+		ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &local, &l);
 		if (ret) {
 			close(fd);
 			return ret;
@@ -334,7 +354,7 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 	pmix_proc_t me, wild;
 	pmix_value_t *v, val;
 	devcoll_comm *c;
-	char ep[INET6_ADDRSTRLEN + 16];
+	char ep[INET6_ADDRSTRLEN + 40];
 	int ret, size;
 
 	if (!h)
@@ -365,10 +385,14 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 		return ret;
 	/* listen on the chosen address, or any; advertise a reachable one */
 	struct sockaddr_storage sa = { .ss_family = AF_INET };
-	char host[INET6_ADDRSTRLEN] = "127.0.0.1";
+	char host[INET6_ADDRSTRLEN + 8] = "127.0.0.1", port[8];
 
 	if (bind_addr) {
-		snprintf(host, sizeof(host), "%s", bind_addr);
+		socklen_t l;
+
+		ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
+		if (ret)
+			goto fail;
 	} else {
 		struct ifaddrs *ifa, *i;
 
@@ -382,12 +406,19 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 				}
 			freeifaddrs(ifa);
 		}
+		inet_pton(AF_INET, host, &((struct sockaddr_in *)&sa)->sin_addr);
 	}
-	inet_pton(AF_INET, host, &((struct sockaddr_in *)&sa)->sin_addr);
 	ret = listen_like(&sa, &c->eps[c->rank], lfd);
 	if (ret)
 		goto fail;
-	snprintf(ep, sizeof(ep), "%s:%u", host, ntohs(sa_port(&c->eps[c->rank].sa)));
+	/* advertised numerically; IPv6 in brackets */
+	if (getnameinfo((struct sockaddr *)&c->eps[c->rank].sa, c->eps[c->rank].len, host,
+			sizeof(host), port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV)) {
+		ret = dc_fail(-EINVAL, "cannot print the listening address");
+		goto fail;
+	}
+	snprintf(ep, sizeof(ep), c->eps[c->rank].sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+		 host, port);
 	memset(&val, 0, sizeof(val));
 	val.type = PMIX_STRING;
 	val.data.string = ep;
@@ -404,7 +435,7 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 			ret = dc_fail(-EIO, "PMIx_Get(devcoll.ep) of rank %d failed", r);
 			goto fail;
 		}
-		ret = parse_hostport(v->data.string, &c->eps[r].sa, &l);
+		ret = parse_addr(v->data.string, true, "devcoll.ep", &c->eps[r].sa, &l);
 		if (ret)
 			goto fail;
 		c->eps[r].len = l;
