@@ -474,9 +474,6 @@ static int do_alltoallv(devcoll_comm *c, const struct op *o, int kind, const siz
 	struct wire_hdr t = tmpl(c, kind, o);
 	int n = c->size, r = c->rank, ret = 0;
 
-	if (sc[r] != rc[r])
-		return dc_fail(-EINVAL, "alltoallv: rank %d sends itself %zu elements but expects %zu",
-			       r, sc[r], rc[r]);
 	if (sc[r])
 		memmove((char *)o->recv + rd[r] * es, (const char *)o->send + sd[r] * es, sc[r] * es);
 	for (int k = 1; k < n && !ret; k++) {
@@ -553,8 +550,6 @@ static int do_p2p(devcoll_comm *c, const struct op *o, bool send)
 		.tag = o->tag,
 	};
 
-	if (o->root == c->rank)
-		return dc_fail(-EINVAL, "send/recv: to or from itself");
 	if (send) {
 		t.seq = c->p2p_sseq[o->root]++;
 		return dc_sendrecv(c, &t, o->root, o->send, bytes, -1, NULL, 0);
@@ -835,44 +830,70 @@ DEVCOLL_EXPORT int devcoll_iallgather(devcoll_comm *c, const void *s, void *r, s
 	return post(c, &OP(.kind = K_ALLGATHER, .send = s, .recv = r, .count = n, .type = t), q);
 }
 
+/*
+ * The v-collectives' own arguments, on top of check(): the count and
+ * displacement arrays are there and this rank's block agrees with itself.
+ * Allgatherv's header count is the total, the same on every rank;
+ * alltoallv's differs per rank, so its sizes are checked per message.
+ */
+static int check_v(devcoll_comm *c, struct op *o, size_t sendcount)
+{
+	const char *name = o->kind == K_ALLGATHERV ? "allgatherv" : "alltoallv";
+
+	if (!c)
+		return dc_fail(-EINVAL, "no communicator");
+	if (!o->counts || !o->displs || (o->kind == K_ALLTOALLV && (!o->scounts || !o->sdispls)))
+		return dc_fail(-EINVAL, "%s: no counts or displacements", name);
+	if (o->kind == K_ALLTOALLV) {
+		if (o->scounts[c->rank] != o->counts[c->rank])
+			return dc_fail(-EINVAL, "alltoallv: rank %d sends itself %zu elements but "
+				       "expects %zu", c->rank, o->scounts[c->rank], o->counts[c->rank]);
+		o->count = 0;
+		return 0;
+	}
+	if (sendcount != o->counts[c->rank])
+		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sendcount,
+			       c->rank, o->counts[c->rank]);
+	o->count = 0;
+	for (int i = 0; i < c->size; i++)
+		o->count += o->counts[i];
+	return 0;
+}
+
 DEVCOLL_EXPORT int devcoll_allgatherv(devcoll_comm *c, const void *s, size_t sn, void *r,
 				      const size_t *counts, const size_t *displs, enum devcoll_dtype t)
 {
-	if (c && counts && sn != counts[c->rank])
-		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
-			       counts[c->rank]);
-	/* the header's count: the total, the same on every rank */
-	size_t total = 0;
+	struct op o = OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .type = t, .counts = counts,
+			 .displs = displs);
+	int ret = check_v(c, &o, sn);
 
-	for (int i = 0; c && counts && i < c->size; i++)
-		total += counts[i];
-	return blocking(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t,
-			       .counts = counts, .displs = displs));
+	return ret ? ret : blocking(c, &o);
 }
 
-/* the count arrays of a queued v-collective: copied into the op */
-static int post_v(devcoll_comm *c, struct op *o, const size_t *const *arrs, int narr,
-		  devcoll_req **q)
+/* A queued v-collective: checked, its arrays copied into the op. */
+static int post_v(devcoll_comm *c, struct op *o, size_t sendcount, devcoll_req **q)
 {
-	size_t n = c ? (size_t)c->size : 0;
-	int ret;
+	const size_t *arrs[4] = { o->counts, o->displs, o->scounts, o->sdispls };
+	int narr = o->kind == K_ALLTOALLV ? 4 : 2, ret;
+	size_t n;
 
+	if (!q)
+		return dc_fail(-EINVAL, "no request pointer");
 	*q = NULL;
-	if (!c)
-		return dc_fail(-EINVAL, "no communicator");
+	ret = check_v(c, o, sendcount);
+	if (ret)
+		return ret;
+	n = (size_t)c->size;
 	o->v = malloc((size_t)narr * n * sizeof(size_t));
 	if (!o->v)
 		return dc_fail(-ENOMEM, "out of memory");
 	for (int i = 0; i < narr; i++)
 		memcpy(o->v + (size_t)i * n, arrs[i], n * sizeof(size_t));
-	if (narr == 2) {
-		o->counts = o->v;
-		o->displs = o->v + n;
-	} else {
-		o->scounts = o->v;
-		o->sdispls = o->v + n;
-		o->counts = o->v + 2 * n;
-		o->displs = o->v + 3 * n;
+	o->counts = o->v;
+	o->displs = o->v + n;
+	if (narr == 4) {
+		o->scounts = o->v + 2 * n;
+		o->sdispls = o->v + 3 * n;
 	}
 	ret = post(c, o, q);
 	if (ret)
@@ -884,27 +905,16 @@ DEVCOLL_EXPORT int devcoll_iallgatherv(devcoll_comm *c, const void *s, size_t sn
 				       const size_t *counts, const size_t *displs,
 				       enum devcoll_dtype t, devcoll_req **q)
 {
-	size_t total = 0;
-	const size_t *arrs[2] = { counts, displs };
-
-	*q = NULL;
-	if (c && counts && sn != counts[c->rank])
-		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
-			       counts[c->rank]);
-	for (int i = 0; c && counts && i < c->size; i++)
-		total += counts[i];
-	return post_v(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t),
-		      arrs, 2, q);
+	return post_v(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .type = t, .counts = counts,
+			     .displs = displs), sn, q);
 }
 
 DEVCOLL_EXPORT int devcoll_ialltoallv(devcoll_comm *c, const void *s, const size_t *sc,
 				      const size_t *sd, void *r, const size_t *rc, const size_t *rd,
 				      enum devcoll_dtype t, devcoll_req **q)
 {
-	const size_t *arrs[4] = { sc, sd, rc, rd };
-
-	return post_v(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t),
-		      arrs, 4, q);
+	return post_v(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .type = t, .scounts = sc,
+			     .sdispls = sd, .counts = rc, .displs = rd), 0, q);
 }
 
 DEVCOLL_EXPORT int devcoll_igather(devcoll_comm *c, const void *s, void *r, size_t n,
@@ -947,10 +957,11 @@ DEVCOLL_EXPORT int devcoll_alltoallv(devcoll_comm *c, const void *s, const size_
 				     const size_t *sd, void *r, const size_t *rc, const size_t *rd,
 				     enum devcoll_dtype t)
 {
-	/* the header's count is not comparable across ranks here: sizes are
-	 * checked per message */
-	return blocking(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t,
-			       .scounts = sc, .sdispls = sd, .counts = rc, .displs = rd));
+	struct op o = OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .type = t, .scounts = sc,
+			 .sdispls = sd, .counts = rc, .displs = rd);
+	int ret = check_v(c, &o, 0);
+
+	return ret ? ret : blocking(c, &o);
 }
 
 DEVCOLL_EXPORT int devcoll_gather(devcoll_comm *c, const void *s, void *r, size_t n,
@@ -1004,10 +1015,7 @@ int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes
 {
 	struct op o = { .kind = K_ALLGATHER, .send = send, .recv = recv, .count = bytes,
 			.type = DEVCOLL_UINT8 };
-	int ret = check(c, &o);
 
 	(void)kind;
-	if (ret)
-		return ret;
 	return blocking(c, &o);
 }

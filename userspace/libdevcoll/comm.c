@@ -18,18 +18,10 @@
 #include <unistd.h>
 #include "internal.h"
 
-int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline);
 static int (*pmix_finalize)(const void *, size_t);
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long env_long(const char *name, long dflt)
+/* A number from the environment, with a K or M suffix; @dflt when unset. */
+long dc_env_long(const char *name, long dflt)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -207,7 +199,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 {
 	struct sockaddr_storage store;
 	socklen_t slen;
-	int64_t deadline = now_ms() + c->timeout_ms;
+	int64_t deadline = dc_now_ms() + c->timeout_ms;
 	int ret;
 
 	ret = parse_addr(addr, true, "DEVCOLL_ADDR", &store, &slen);
@@ -238,7 +230,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 		c->eps[0].len = slen;
 		while (got < c->size - 1) {
 			struct pollfd p = { .fd = *lfd, .events = POLLIN };
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - dc_now_ms();
 			struct reg r;
 			int fd;
 
@@ -284,7 +276,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 			break;
 		ret = -errno;
 		close(fd);
-		if (now_ms() > deadline)
+		if (dc_now_ms() > deadline)
 			return dc_fail(ret, "rank %d: cannot reach rank 0 at %s: %s", c->rank, addr,
 				       strerror(-ret));
 		usleep(20000);
@@ -461,11 +453,11 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 	const char *a = getenv("DEVCOLL_ALGO"), *rx = getenv("DEVCOLL_RX");
 	const char *ra = getenv("DEVCOLL_ROOTED_ALGO");
 
-	c->nconns = o && o->nconns ? o->nconns : (unsigned int)env_long("DEVCOLL_NCONNS", 2);
-	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)env_long("DEVCOLL_TIMEOUT_MS", 60000);
-	c->chunk = o && o->chunk ? o->chunk : (size_t)env_long("DEVCOLL_CHUNK", 256 << 10);
-	c->small_max = (size_t)env_long("DEVCOLL_SMALL_MAX", 64 << 10);
-	c->spin_us = (int)env_long("DEVCOLL_SPIN_US", 0);
+	c->nconns = o && o->nconns ? o->nconns : (unsigned int)dc_env_long("DEVCOLL_NCONNS", 2);
+	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)dc_env_long("DEVCOLL_TIMEOUT_MS", 60000);
+	c->chunk = o && o->chunk ? o->chunk : (size_t)dc_env_long("DEVCOLL_CHUNK", 256 << 10);
+	c->small_max = (size_t)dc_env_long("DEVCOLL_SMALL_MAX", 64 << 10);
+	c->spin_us = (int)dc_env_long("DEVCOLL_SPIN_US", 0);
 	c->rxmode = o && o->rx ? o->rx : (rx && !strcmp(rx, "devmem") ? DEVCOLL_RX_DEVMEM : 0);
 	c->algo = DEVCOLL_ALGO_AUTO;
 	if (a && !strcmp(a, "ring"))
@@ -522,8 +514,8 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 			return ret;
 		c->id = 0x9e3779b97f4a7c15ull;	/* the same on every rank */
 	} else {
-		rank = opts && opts->rank >= 0 ? opts->rank : (int)env_long("DEVCOLL_RANK", -1);
-		size = opts && opts->rank >= 0 ? opts->size : (int)env_long("DEVCOLL_SIZE", -1);
+		rank = opts && opts->rank >= 0 ? opts->rank : (int)dc_env_long("DEVCOLL_RANK", -1);
+		size = opts && opts->rank >= 0 ? opts->size : (int)dc_env_long("DEVCOLL_SIZE", -1);
 		if (size < 1 || rank < 0 || rank >= size)
 			return dc_fail(-EINVAL, "no communicator: set DEVCOLL_RANK, DEVCOLL_SIZE and "
 				       "DEVCOLL_ADDR, or start under mpirun/srun (PMIx)");
@@ -560,8 +552,6 @@ struct split_ent {
 	int32_t color, key, rank, pad;
 	struct sockaddr_storage sa;
 };
-
-int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes, int kind);
 
 DEVCOLL_EXPORT int devcoll_comm_split(devcoll_comm *p, int color, int key, devcoll_comm **out)
 {

@@ -99,6 +99,9 @@ struct devcoll_comm {
 	size_t tmp_len;
 };
 
+/* comm.c: settings from the environment */
+long dc_env_long(const char *name, long dflt);
+
 /* errors */
 int dc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
@@ -111,6 +114,8 @@ void dc_avg_finish(void *buf, size_t n, enum devcoll_dtype t, int size);
 
 /* net.c: bootstrap and the transfer engine */
 int dc_listen(struct sockaddr_storage *bind_sa, socklen_t len, int *fd);
+/* blocking set-up I/O until @deadline (dc_now_ms) */
+int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline);
 int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps);
 int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *like);
 void dc_comm_free(devcoll_comm *c);
@@ -178,6 +183,9 @@ struct devcoll_req {
 	bool done;
 	int status;
 };
+
+/* split: an allgather of @bytes raw bytes over @c */
+int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes, int kind);
 
 /* p2p.c: runs the send/recv operations at the head of the queue together,
  * taking later ones in as they are posted; called and returns with c->mtx

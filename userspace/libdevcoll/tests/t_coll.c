@@ -475,7 +475,7 @@ int main(void)
 
 		setenv("DEVCOLL_ROOTED_ALGO", mode ? "auto" : "chain", 1);
 		if (mode)
-			setenv("DEVCOLL_SMALL_MAX", "8192", 1);
+			setenv("DEVCOLL_SMALL_MAX", "8K", 1);	/* the K suffix too */
 		o.chunk = 4096;
 		for (int n = 2; n <= 8; n++) {
 			o.nconns = (unsigned int)(n % 3) + 1;

@@ -181,8 +181,15 @@ static uint32_t pat(int from, uint32_t tag, size_t i)
 static int bad_args(devcoll_comm *c)
 {
 	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c), fails = 0;
-	uint32_t x[4] = { 0 };
+	uint32_t x[4] = { 0 }, y[16];
+	size_t cnt[8], dsp[8], two[8];
 	devcoll_req *q = (devcoll_req *)&fails;
+
+	for (int i = 0; i < 8; i++) {
+		cnt[i] = 1;
+		dsp[i] = (size_t)i;
+		two[i] = 2;
+	}
 
 	struct { const char *what; int ret; } cases[] = {
 		{ "isend to itself", devcoll_isend(c, x, 4, DEVCOLL_UINT32, r, 0, &q) },
@@ -193,6 +200,24 @@ static int bad_args(devcoll_comm *c)
 		{ "irecv without a request pointer", devcoll_irecv(c, x, 4, DEVCOLL_UINT32, (r + 1) % W, 0, NULL) },
 		{ "isend without a communicator", devcoll_isend(NULL, x, 4, DEVCOLL_UINT32, 0, 0, &q) },
 		{ "send to itself", devcoll_send(c, x, 4, DEVCOLL_UINT32, r, 0) },
+		/* the v-collectives' own checks, blocking and not */
+		{ "allgatherv with sendcount != counts[rank]",
+		  devcoll_allgatherv(c, x, 3, y, cnt, dsp, DEVCOLL_UINT32) },
+		{ "iallgatherv with sendcount != counts[rank]",
+		  devcoll_iallgatherv(c, x, 3, y, cnt, dsp, DEVCOLL_UINT32, &q) },
+		{ "allgatherv without counts", devcoll_allgatherv(c, x, 1, y, NULL, dsp, DEVCOLL_UINT32) },
+		{ "iallgatherv without displacements",
+		  devcoll_iallgatherv(c, x, 1, y, cnt, NULL, DEVCOLL_UINT32, &q) },
+		{ "iallgatherv without a request pointer",
+		  devcoll_iallgatherv(c, x, 1, y, cnt, dsp, DEVCOLL_UINT32, NULL) },
+		{ "alltoallv sending itself 1 but expecting 2",
+		  devcoll_alltoallv(c, x, cnt, dsp, y, two, dsp, DEVCOLL_UINT32) },
+		{ "ialltoallv sending itself 1 but expecting 2",
+		  devcoll_ialltoallv(c, x, cnt, dsp, y, two, dsp, DEVCOLL_UINT32, &q) },
+		{ "ialltoallv without send counts",
+		  devcoll_ialltoallv(c, x, NULL, dsp, y, cnt, dsp, DEVCOLL_UINT32, &q) },
+		{ "allgatherv without a communicator",
+		  devcoll_allgatherv(NULL, x, 1, y, cnt, dsp, DEVCOLL_UINT32) },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (cases[i].ret != -EINVAL) {
