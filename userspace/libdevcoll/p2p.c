@@ -61,6 +61,8 @@ static int start(devcoll_comm *c, struct batch *b, devcoll_req *q)
 	m->send = o->kind == K_SEND;
 	m->peer = o->root;
 	m->buf = m->send ? (char *)o->send : o->recv;
+	if (!m->buf)
+		m->buf = (char *)"";	/* count 0: no arithmetic on NULL */
 	m->len = bytes;
 	m->nch = dc_nchunks(bytes, c->chunk);
 	if (!m->send && !(m->got = calloc(m->nch, 1))) {

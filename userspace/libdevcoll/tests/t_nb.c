@@ -309,6 +309,15 @@ static int p2p(devcoll_comm *c, void *arg)
 			fprintf(stderr, "  rank %d: isend %d: %s\n", r, m, devcoll_last_error());
 			return 1;
 		}
+	/* empty messages without buffers */
+	devcoll_req *e[2];
+
+	if (devcoll_irecv(c, NULL, 0, DEVCOLL_UINT32, left, 77, &e[0]) ||
+	    devcoll_isend(c, NULL, 0, DEVCOLL_UINT32, right, 77, &e[1]) || devcoll_wait(e[0]) ||
+	    devcoll_wait(e[1])) {
+		fprintf(stderr, "  rank %d: empty isend/irecv: %s\n", r, devcoll_last_error());
+		fails++;
+	}
 	uint32_t one = 0xabc0 + (uint32_t)r, got = 0;
 
 	if (devcoll_irecv(c, &got, 1, DEVCOLL_UINT32, left, 9, &last) ||
