@@ -1,7 +1,8 @@
 #!/bin/bash
 # libdevcoll's PMIx bootstrap under the real launcher: Open MPI's mpirun
 # starts 4 and then 8 ranks of pmix_rank (ASan/UBSan build), which take
-# rank, size and endpoints from PMIx and check a few collectives.
+# rank, size and endpoints from PMIx and check a few collectives; then 4
+# listening on ::1 (DEVCOLL_BIND_ADDR), whose endpoints must all be IPv6.
 set -u
 cd "$(dirname "$0")/../../userspace/libdevcoll/tests" || exit 1
 command -v mpirun >/dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -12,14 +13,18 @@ export ASAN_OPTIONS=detect_leaks=0
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 fails=0
-for np in 4 8; do
-	out=$(timeout 120 mpirun "${root[@]}" --oversubscribe -np $np ./pmix_rank 2>&1)
+for run in "4" "8" "4 ::1"; do
+	read -r np bind <<< "$run"
+	env=()
+	[ -n "$bind" ] && env=(-x "DEVCOLL_BIND_ADDR=$bind")
+	what="mpirun -np $np${bind:+ (DEVCOLL_BIND_ADDR=$bind)}"
+	out=$(timeout 120 mpirun "${root[@]}" --oversubscribe "${env[@]}" -np $np ./pmix_rank 2>&1)
 	rc=$?
 	oks=$(grep -c "^ok rank [0-9]* of $np\$" <<< "$out")
 	if [ $rc = 0 ] && [ "$oks" = $np ]; then
-		echo "ok: mpirun -np $np: every rank bootstrapped from PMIx"
+		echo "ok: $what: every rank bootstrapped from PMIx"
 	else
-		echo "FAIL: mpirun -np $np (exit $rc, $oks of $np ranks ok):"
+		echo "FAIL: $what (exit $rc, $oks of $np ranks ok):"
 		sed 's/^/  /' <<< "$out" | tail -20
 		fails=$((fails + 1))
 	fi

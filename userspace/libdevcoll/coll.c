@@ -8,20 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
-
-struct op {
-	int kind;
-	const void *send;
-	void *recv;
-	size_t count, count2;
-	enum devcoll_dtype type;
-	enum devcoll_op rop;
-	int root;		/* also the peer of send/recv */
-	uint32_t tag;
-	size_t *v;		/* v-variants: counts and displacements (owned) */
-	const size_t *counts, *displs, *scounts, *sdispls;
-};
 
 static char *scratch(devcoll_comm *c, size_t len)
 {
@@ -154,6 +142,59 @@ static int tree_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t byt
 				return ret;
 		}
 	return 0;
+}
+
+/*
+ * Broadcast and reduce of large messages: a chain from the root (broadcast)
+ * or towards it (reduce), chunk-pipelined: a rank passes chunk j on as soon
+ * as it has it (reduced, for reduce), so the whole takes about one message
+ * time plus a chunk time per rank instead of log2(n) message times. The
+ * message from chain position p to p + 1 is step p + 1, so rank p's
+ * transfer starts at step p: its receive, then its dependent send.
+ */
+static bool want_chain(devcoll_comm *c, size_t bytes)
+{
+	if (c->rooted != ROOTED_AUTO)
+		return c->rooted == ROOTED_CHAIN;
+	/* two ranks: the same single hop either way */
+	return c->size > 2 && bytes > c->small_max && bytes >= 2 * c->chunk;
+}
+
+static int chain_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t bytes, int root)
+{
+	int n = c->size, p = MOD(c->rank - root, n);
+	char *b = buf ? buf : (char *)"";
+	struct step st[2] = {
+		{ .rptr = p > 0 ? b : NULL, .rlen = p > 0 ? bytes : 0 },
+		{ .sptr = p < n - 1 ? b : NULL, .slen = p < n - 1 ? bytes : 0, .dep = p > 0 },
+	};
+	struct xfer x = { .speer = p < n - 1 ? MOD(c->rank + 1, n) : -1,
+			  .rpeer = p > 0 ? MOD(c->rank - 1, n) : -1, .st = st, .nst = 2, .tmpl = *t };
+
+	x.tmpl.step = (uint32_t)p;
+	return dc_run(c, &x);
+}
+
+/* The chain starts at the rank before the root (root - 1) and ends at it;
+ * each rank reduces what comes in with its own data into @acc (starting
+ * from @send out of place) and passes it on. */
+static int chain_reduce(devcoll_comm *c, struct wire_hdr *t, const char *send, char *acc,
+			size_t bytes, int root, reduce_fn red, size_t es)
+{
+	int n = c->size, p = n - 1 - MOD(c->rank - root, n);
+	bool first = p == 0, last = c->rank == root;
+	const char *own = send ? send : "";
+	struct step st[2] = {
+		{ .rptr = first ? NULL : acc, .rlen = first ? 0 : bytes, .tmp = first ? NULL : (char *)"",
+		  .init = acc != send ? send : NULL },
+		{ .sptr = last ? NULL : first ? own : acc, .slen = last ? 0 : bytes, .dep = !first },
+	};
+	struct xfer x = { .speer = last ? -1 : MOD(c->rank - 1, n),
+			  .rpeer = first ? -1 : MOD(c->rank + 1, n), .st = st, .nst = 2,
+			  .red = red, .esize = es, .tmpl = *t };
+
+	x.tmpl.step = (uint32_t)p;
+	return dc_run(c, &x);
 }
 
 /* Recursive doubling; ranks beyond the largest power of two fold in first. */
@@ -341,9 +382,18 @@ static int do_reduce(devcoll_comm *c, const struct op *o)
 	if (!tmp)
 		return dc_fail(-ENOMEM, "out of memory");
 	acc = c->rank == o->root ? (char *)o->recv : tmp + bytes;
+	if (acc == NULL)
+		acc = (char *)"";
+	if (c->size > 1 && want_chain(c, bytes)) {
+		/* the chain starts each chunk from @send itself */
+		ret = chain_reduce(c, &t, o->send, acc, bytes, o->root, dc_reduce_fn(o->type, o->rop),
+				   es);
+		goto out;
+	}
 	if (acc != o->send && bytes)
 		memmove(acc, o->send, bytes);
 	ret = tree_reduce(c, &t, acc, tmp, bytes, o->root, dc_reduce_fn(o->type, o->rop), es);
+out:
 	if (!ret && c->rank == o->root && o->rop == DEVCOLL_AVG)
 		dc_avg_finish(o->recv, o->count, o->type, c->size);
 	return ret;
@@ -424,9 +474,6 @@ static int do_alltoallv(devcoll_comm *c, const struct op *o, int kind, const siz
 	struct wire_hdr t = tmpl(c, kind, o);
 	int n = c->size, r = c->rank, ret = 0;
 
-	if (sc[r] != rc[r])
-		return dc_fail(-EINVAL, "alltoallv: rank %d sends itself %zu elements but expects %zu",
-			       r, sc[r], rc[r]);
 	if (sc[r])
 		memmove((char *)o->recv + rd[r] * es, (const char *)o->send + sd[r] * es, sc[r] * es);
 	for (int k = 1; k < n && !ret; k++) {
@@ -503,8 +550,6 @@ static int do_p2p(devcoll_comm *c, const struct op *o, bool send)
 		.tag = o->tag,
 	};
 
-	if (o->root == c->rank)
-		return dc_fail(-EINVAL, "send/recv: to or from itself");
 	if (send) {
 		t.seq = c->p2p_sseq[o->root]++;
 		return dc_sendrecv(c, &t, o->root, o->send, bytes, -1, NULL, 0);
@@ -527,6 +572,8 @@ static int check(devcoll_comm *c, const struct op *o)
 	     o->kind == K_SCATTER || o->kind == K_SEND || o->kind == K_RECV) &&
 	    (o->root < 0 || o->root >= c->size))
 		return dc_fail(-EINVAL, "rank %d is not in the communicator (size %d)", o->root, c->size);
+	if ((o->kind == K_SEND || o->kind == K_RECV) && o->root == c->rank)
+		return dc_fail(-EINVAL, "send/recv: to or from itself");
 	if (o->count > (1ull << 40))
 		return dc_fail(-EINVAL, "count %zu is too large", o->count);
 	return 0;
@@ -546,8 +593,14 @@ static int exec_op(devcoll_comm *c, struct op *o)
 	case K_BCAST: {
 		struct wire_hdr t = tmpl(c, K_BCAST, o);
 
-		ret = c->size > 1 ? tree_bcast(c, &t, o->recv, o->count * devcoll_dtype_size(o->type),
-					       o->root) : 0;
+		size_t bytes = o->count * devcoll_dtype_size(o->type);
+
+		if (c->size == 1)
+			ret = 0;
+		else if (want_chain(c, bytes))
+			ret = chain_bcast(c, &t, o->recv, bytes, o->root);
+		else
+			ret = tree_bcast(c, &t, o->recv, bytes, o->root);
 		break;
 	}
 	case K_ALLGATHER: ret = do_allgather(c, o); break;
@@ -583,6 +636,13 @@ static void *progress_thread(void *arg)
 			break;
 		devcoll_req *q = c->qhead;
 
+		if (q->op->kind == K_SEND || q->op->kind == K_RECV) {
+			c->busy = true;
+			dc_p2p_batch(c);
+			c->busy = false;
+			pthread_cond_broadcast(&c->cv);
+			continue;
+		}
 		c->qhead = q->next;
 		if (!c->qhead)
 			c->qtail = NULL;
@@ -602,6 +662,8 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
+static int post(devcoll_comm *c, const struct op *o, devcoll_req **out);
+
 static int blocking(devcoll_comm *c, struct op *o)
 {
 	int ret = check(c, o);
@@ -609,6 +671,15 @@ static int blocking(devcoll_comm *c, struct op *o)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&c->mtx);
+	/* a send/recv behind queued ones joins them on the progress thread:
+	 * waiting for the queue first could wait for an irecv it matches */
+	if ((o->kind == K_SEND || o->kind == K_RECV) && (c->qhead || c->busy)) {
+		devcoll_req *q;
+
+		pthread_mutex_unlock(&c->mtx);
+		ret = post(c, o, &q);
+		return ret ? ret : devcoll_wait(q);
+	}
 	while (c->qhead || c->busy)
 		pthread_cond_wait(&c->cv, &c->mtx);
 	c->busy = true;
@@ -625,9 +696,12 @@ static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
 {
 	devcoll_req *q;
 	struct op *copy;
-	int ret = check(c, o);
+	int ret;
 
+	if (!out)
+		return dc_fail(-EINVAL, "no request pointer");
 	*out = NULL;
+	ret = check(c, o);
 	if (ret)
 		return ret;
 	q = calloc(1, sizeof(*q));
@@ -657,6 +731,15 @@ static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
 	c->qtail = q;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mtx);
+	/* wakes a send/recv batch sleeping in epoll_wait (edge-triggered:
+	 * every write is an event, the counter is never read) */
+	if (c->wakefd >= 0 && (o->kind == K_SEND || o->kind == K_RECV)) {
+		uint64_t one = 1;
+
+		if (write(c->wakefd, &one, sizeof(one)) < 0) {
+			/* cannot fail short of counter overflow */
+		}
+	}
 	*out = q;
 	return 0;
 }
@@ -747,44 +830,70 @@ DEVCOLL_EXPORT int devcoll_iallgather(devcoll_comm *c, const void *s, void *r, s
 	return post(c, &OP(.kind = K_ALLGATHER, .send = s, .recv = r, .count = n, .type = t), q);
 }
 
+/*
+ * The v-collectives' own arguments, on top of check(): the count and
+ * displacement arrays are there and this rank's block agrees with itself.
+ * Allgatherv's header count is the total, the same on every rank;
+ * alltoallv's differs per rank, so its sizes are checked per message.
+ */
+static int check_v(devcoll_comm *c, struct op *o, size_t sendcount)
+{
+	const char *name = o->kind == K_ALLGATHERV ? "allgatherv" : "alltoallv";
+
+	if (!c)
+		return dc_fail(-EINVAL, "no communicator");
+	if (!o->counts || !o->displs || (o->kind == K_ALLTOALLV && (!o->scounts || !o->sdispls)))
+		return dc_fail(-EINVAL, "%s: no counts or displacements", name);
+	if (o->kind == K_ALLTOALLV) {
+		if (o->scounts[c->rank] != o->counts[c->rank])
+			return dc_fail(-EINVAL, "alltoallv: rank %d sends itself %zu elements but "
+				       "expects %zu", c->rank, o->scounts[c->rank], o->counts[c->rank]);
+		o->count = 0;
+		return 0;
+	}
+	if (sendcount != o->counts[c->rank])
+		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sendcount,
+			       c->rank, o->counts[c->rank]);
+	o->count = 0;
+	for (int i = 0; i < c->size; i++)
+		o->count += o->counts[i];
+	return 0;
+}
+
 DEVCOLL_EXPORT int devcoll_allgatherv(devcoll_comm *c, const void *s, size_t sn, void *r,
 				      const size_t *counts, const size_t *displs, enum devcoll_dtype t)
 {
-	if (c && counts && sn != counts[c->rank])
-		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
-			       counts[c->rank]);
-	/* the header's count: the total, the same on every rank */
-	size_t total = 0;
+	struct op o = OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .type = t, .counts = counts,
+			 .displs = displs);
+	int ret = check_v(c, &o, sn);
 
-	for (int i = 0; c && counts && i < c->size; i++)
-		total += counts[i];
-	return blocking(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t,
-			       .counts = counts, .displs = displs));
+	return ret ? ret : blocking(c, &o);
 }
 
-/* the count arrays of a queued v-collective: copied into the op */
-static int post_v(devcoll_comm *c, struct op *o, const size_t *const *arrs, int narr,
-		  devcoll_req **q)
+/* A queued v-collective: checked, its arrays copied into the op. */
+static int post_v(devcoll_comm *c, struct op *o, size_t sendcount, devcoll_req **q)
 {
-	size_t n = c ? (size_t)c->size : 0;
-	int ret;
+	const size_t *arrs[4] = { o->counts, o->displs, o->scounts, o->sdispls };
+	int narr = o->kind == K_ALLTOALLV ? 4 : 2, ret;
+	size_t n;
 
+	if (!q)
+		return dc_fail(-EINVAL, "no request pointer");
 	*q = NULL;
-	if (!c)
-		return dc_fail(-EINVAL, "no communicator");
+	ret = check_v(c, o, sendcount);
+	if (ret)
+		return ret;
+	n = (size_t)c->size;
 	o->v = malloc((size_t)narr * n * sizeof(size_t));
 	if (!o->v)
 		return dc_fail(-ENOMEM, "out of memory");
 	for (int i = 0; i < narr; i++)
 		memcpy(o->v + (size_t)i * n, arrs[i], n * sizeof(size_t));
-	if (narr == 2) {
-		o->counts = o->v;
-		o->displs = o->v + n;
-	} else {
-		o->scounts = o->v;
-		o->sdispls = o->v + n;
-		o->counts = o->v + 2 * n;
-		o->displs = o->v + 3 * n;
+	o->counts = o->v;
+	o->displs = o->v + n;
+	if (narr == 4) {
+		o->scounts = o->v + 2 * n;
+		o->sdispls = o->v + 3 * n;
 	}
 	ret = post(c, o, q);
 	if (ret)
@@ -796,27 +905,16 @@ DEVCOLL_EXPORT int devcoll_iallgatherv(devcoll_comm *c, const void *s, size_t sn
 				       const size_t *counts, const size_t *displs,
 				       enum devcoll_dtype t, devcoll_req **q)
 {
-	size_t total = 0;
-	const size_t *arrs[2] = { counts, displs };
-
-	*q = NULL;
-	if (c && counts && sn != counts[c->rank])
-		return dc_fail(-EINVAL, "allgatherv: sendcount %zu but counts[%d] = %zu", sn, c->rank,
-			       counts[c->rank]);
-	for (int i = 0; c && counts && i < c->size; i++)
-		total += counts[i];
-	return post_v(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .count = total, .type = t),
-		      arrs, 2, q);
+	return post_v(c, &OP(.kind = K_ALLGATHERV, .send = s, .recv = r, .type = t, .counts = counts,
+			     .displs = displs), sn, q);
 }
 
 DEVCOLL_EXPORT int devcoll_ialltoallv(devcoll_comm *c, const void *s, const size_t *sc,
 				      const size_t *sd, void *r, const size_t *rc, const size_t *rd,
 				      enum devcoll_dtype t, devcoll_req **q)
 {
-	const size_t *arrs[4] = { sc, sd, rc, rd };
-
-	return post_v(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t),
-		      arrs, 4, q);
+	return post_v(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .type = t, .scounts = sc,
+			     .sdispls = sd, .counts = rc, .displs = rd), 0, q);
 }
 
 DEVCOLL_EXPORT int devcoll_igather(devcoll_comm *c, const void *s, void *r, size_t n,
@@ -859,10 +957,11 @@ DEVCOLL_EXPORT int devcoll_alltoallv(devcoll_comm *c, const void *s, const size_
 				     const size_t *sd, void *r, const size_t *rc, const size_t *rd,
 				     enum devcoll_dtype t)
 {
-	/* the header's count is not comparable across ranks here: sizes are
-	 * checked per message */
-	return blocking(c, &OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .count = 0, .type = t,
-			       .scounts = sc, .sdispls = sd, .counts = rc, .displs = rd));
+	struct op o = OP(.kind = K_ALLTOALLV, .send = s, .recv = r, .type = t, .scounts = sc,
+			 .sdispls = sd, .counts = rc, .displs = rd);
+	int ret = check_v(c, &o, 0);
+
+	return ret ? ret : blocking(c, &o);
 }
 
 DEVCOLL_EXPORT int devcoll_gather(devcoll_comm *c, const void *s, void *r, size_t n,
@@ -899,15 +998,24 @@ DEVCOLL_EXPORT int devcoll_recv(devcoll_comm *c, void *b, size_t n, enum devcoll
 	return blocking(c, &OP(.kind = K_RECV, .recv = b, .count = n, .type = t, .root = peer, .tag = tag));
 }
 
+DEVCOLL_EXPORT int devcoll_isend(devcoll_comm *c, const void *b, size_t n, enum devcoll_dtype t,
+				 int peer, uint32_t tag, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_SEND, .send = b, .count = n, .type = t, .root = peer, .tag = tag), q);
+}
+
+DEVCOLL_EXPORT int devcoll_irecv(devcoll_comm *c, void *b, size_t n, enum devcoll_dtype t, int peer,
+				 uint32_t tag, devcoll_req **q)
+{
+	return post(c, &OP(.kind = K_RECV, .recv = b, .count = n, .type = t, .root = peer, .tag = tag), q);
+}
+
 /* split: allgather of raw bytes over the parent */
 int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes, int kind)
 {
 	struct op o = { .kind = K_ALLGATHER, .send = send, .recv = recv, .count = bytes,
 			.type = DEVCOLL_UINT8 };
-	int ret = check(c, &o);
 
 	(void)kind;
-	if (ret)
-		return ret;
 	return blocking(c, &o);
 }

@@ -18,18 +18,10 @@
 #include <unistd.h>
 #include "internal.h"
 
-int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline);
 static int (*pmix_finalize)(const void *, size_t);
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long env_long(const char *name, long dflt)
+/* A number from the environment, with a K or M suffix; @dflt when unset. */
+long dc_env_long(const char *name, long dflt)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -54,12 +46,14 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 	c->rank = rank;
 	c->size = size;
 	c->epfd = -1;
+	c->wakefd = -1;
 	if (like) {
 		c->nconns = like->nconns;
 		c->timeout_ms = like->timeout_ms;
 		c->chunk = like->chunk;
 		c->rxmode = like->rxmode;
 		c->algo = like->algo;
+		c->rooted = like->rooted;
 		c->small_max = like->small_max;
 		c->spin_us = like->spin_us;
 	}
@@ -100,6 +94,8 @@ void dc_comm_free(devcoll_comm *c)
 			close(c->conns[i].fd);
 	if (c->epfd >= 0)
 		close(c->epfd);
+	if (c->wakefd >= 0)
+		close(c->wakefd);
 	pthread_mutex_destroy(&c->mtx);
 	pthread_cond_destroy(&c->cv);
 	free(c->conns);
@@ -110,28 +106,48 @@ void dc_comm_free(devcoll_comm *c)
 	free(c);
 }
 
-static int parse_hostport(const char *s, struct sockaddr_storage *sa, socklen_t *len)
+/*
+ * "host:port", "[v6 address]:port", or with @need_port false also a bare
+ * "host", "[v6 address]" or "v6 address" (port 0). @what names the setting
+ * in errors.
+ */
+static int parse_addr(const char *s, bool need_port, const char *what,
+		      struct sockaddr_storage *sa, socklen_t *len)
 {
 	char host[256];
-	const char *colon = strrchr(s, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	const char *h = s, *port = "0", *colon = strrchr(s, ':');
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
 	size_t hl;
+	bool have_port = false;
 	int r;
 
-	if (!colon || colon == s)
-		return dc_fail(-EINVAL, "DEVCOLL_ADDR \"%s\": want host:port", s);
-	hl = (size_t)(colon - s);
-	if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
-		s++;
-		hl -= 2;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || (end[1] && end[1] != ':'))
+			return dc_fail(-EINVAL, "%s \"%s\": want [address]:port", what, s);
+		h = s + 1;
+		hl = (size_t)(end - h);
+		if (end[1]) {
+			port = end + 2;
+			have_port = true;
+		}
+	} else if (colon && (need_port || strchr(s, ':') == colon)) {
+		hl = (size_t)(colon - s);	/* the last colon: "::1:80" too */
+		port = colon + 1;
+		have_port = true;
+	} else {
+		hl = strlen(s);		/* a bare host, or an IPv6 address */
 	}
+	if ((need_port && !have_port) || !hl || !*port)
+		return dc_fail(-EINVAL, "%s \"%s\": want host:port", what, s);
 	if (hl >= sizeof(host))
-		return dc_fail(-EINVAL, "DEVCOLL_ADDR: host name too long");
-	memcpy(host, s, hl);
+		return dc_fail(-EINVAL, "%s: host name too long", what);
+	memcpy(host, h, hl);
 	host[hl] = 0;
-	r = getaddrinfo(host, colon + 1, &hints, &res);
+	r = getaddrinfo(host, port, &hints, &res);
 	if (r)
-		return dc_fail(-EINVAL, "DEVCOLL_ADDR \"%s\": %s", s, gai_strerror(r));
+		return dc_fail(-EINVAL, "%s \"%s\": %s", what, s, gai_strerror(r));
 	memcpy(sa, res->ai_addr, res->ai_addrlen);
 	*len = res->ai_addrlen;
 	freeaddrinfo(res);
@@ -183,10 +199,10 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 {
 	struct sockaddr_storage store;
 	socklen_t slen;
-	int64_t deadline = now_ms() + c->timeout_ms;
+	int64_t deadline = dc_now_ms() + c->timeout_ms;
 	int ret;
 
-	ret = parse_hostport(addr, &store, &slen);
+	ret = parse_addr(addr, true, "DEVCOLL_ADDR", &store, &slen);
 	if (ret)
 		return ret;
 	if (c->rank == 0) {
@@ -198,7 +214,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 		if (bind_addr) {
 			socklen_t l;
 
-			ret = parse_hostport(bind_addr, &sa, &l);
+			ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
 			if (ret) {
 				free(fds);
 				return ret;
@@ -214,7 +230,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 		c->eps[0].len = slen;
 		while (got < c->size - 1) {
 			struct pollfd p = { .fd = *lfd, .events = POLLIN };
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - dc_now_ms();
 			struct reg r;
 			int fd;
 
@@ -260,7 +276,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 			break;
 		ret = -errno;
 		close(fd);
-		if (now_ms() > deadline)
+		if (dc_now_ms() > deadline)
 			return dc_fail(ret, "rank %d: cannot reach rank 0 at %s: %s", c->rank, addr,
 				       strerror(-ret));
 		usleep(20000);
@@ -273,7 +289,7 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 	if (bind_addr) {
 		socklen_t l;
 
-		ret = parse_hostport(bind_addr, &local, &l);
+		ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &local, &l);
 		if (ret) {
 			close(fd);
 			return ret;
@@ -330,7 +346,7 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 	pmix_proc_t me, wild;
 	pmix_value_t *v, val;
 	devcoll_comm *c;
-	char ep[INET6_ADDRSTRLEN + 16];
+	char ep[INET6_ADDRSTRLEN + 40];
 	int ret, size;
 
 	if (!h)
@@ -361,10 +377,14 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 		return ret;
 	/* listen on the chosen address, or any; advertise a reachable one */
 	struct sockaddr_storage sa = { .ss_family = AF_INET };
-	char host[INET6_ADDRSTRLEN] = "127.0.0.1";
+	char host[INET6_ADDRSTRLEN + 8] = "127.0.0.1", port[8];
 
 	if (bind_addr) {
-		snprintf(host, sizeof(host), "%s", bind_addr);
+		socklen_t l;
+
+		ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
+		if (ret)
+			goto fail;
 	} else {
 		struct ifaddrs *ifa, *i;
 
@@ -378,12 +398,19 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 				}
 			freeifaddrs(ifa);
 		}
+		inet_pton(AF_INET, host, &((struct sockaddr_in *)&sa)->sin_addr);
 	}
-	inet_pton(AF_INET, host, &((struct sockaddr_in *)&sa)->sin_addr);
 	ret = listen_like(&sa, &c->eps[c->rank], lfd);
 	if (ret)
 		goto fail;
-	snprintf(ep, sizeof(ep), "%s:%u", host, ntohs(sa_port(&c->eps[c->rank].sa)));
+	/* advertised numerically; IPv6 in brackets */
+	if (getnameinfo((struct sockaddr *)&c->eps[c->rank].sa, c->eps[c->rank].len, host,
+			sizeof(host), port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV)) {
+		ret = dc_fail(-EINVAL, "cannot print the listening address");
+		goto fail;
+	}
+	snprintf(ep, sizeof(ep), c->eps[c->rank].sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+		 host, port);
 	memset(&val, 0, sizeof(val));
 	val.type = PMIX_STRING;
 	val.data.string = ep;
@@ -400,7 +427,7 @@ static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *b
 			ret = dc_fail(-EIO, "PMIx_Get(devcoll.ep) of rank %d failed", r);
 			goto fail;
 		}
-		ret = parse_hostport(v->data.string, &c->eps[r].sa, &l);
+		ret = parse_addr(v->data.string, true, "devcoll.ep", &c->eps[r].sa, &l);
 		if (ret)
 			goto fail;
 		c->eps[r].len = l;
@@ -424,12 +451,13 @@ static uint64_t fresh_id(void)
 static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 {
 	const char *a = getenv("DEVCOLL_ALGO"), *rx = getenv("DEVCOLL_RX");
+	const char *ra = getenv("DEVCOLL_ROOTED_ALGO");
 
-	c->nconns = o && o->nconns ? o->nconns : (unsigned int)env_long("DEVCOLL_NCONNS", 2);
-	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)env_long("DEVCOLL_TIMEOUT_MS", 60000);
-	c->chunk = o && o->chunk ? o->chunk : (size_t)env_long("DEVCOLL_CHUNK", 256 << 10);
-	c->small_max = (size_t)env_long("DEVCOLL_SMALL_MAX", 64 << 10);
-	c->spin_us = (int)env_long("DEVCOLL_SPIN_US", 0);
+	c->nconns = o && o->nconns ? o->nconns : (unsigned int)dc_env_long("DEVCOLL_NCONNS", 2);
+	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)dc_env_long("DEVCOLL_TIMEOUT_MS", 60000);
+	c->chunk = o && o->chunk ? o->chunk : (size_t)dc_env_long("DEVCOLL_CHUNK", 256 << 10);
+	c->small_max = (size_t)dc_env_long("DEVCOLL_SMALL_MAX", 64 << 10);
+	c->spin_us = (int)dc_env_long("DEVCOLL_SPIN_US", 0);
 	c->rxmode = o && o->rx ? o->rx : (rx && !strcmp(rx, "devmem") ? DEVCOLL_RX_DEVMEM : 0);
 	c->algo = DEVCOLL_ALGO_AUTO;
 	if (a && !strcmp(a, "ring"))
@@ -442,6 +470,13 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 		c->algo = DEVCOLL_ALGO_HD;
 	else if (a && *a && strcmp(a, "auto"))
 		return dc_fail(-EINVAL, "DEVCOLL_ALGO=%s: want ring, rd, hd, tree or auto", a);
+	c->rooted = ROOTED_AUTO;
+	if (ra && !strcmp(ra, "tree"))
+		c->rooted = ROOTED_TREE;
+	else if (ra && !strcmp(ra, "chain"))
+		c->rooted = ROOTED_CHAIN;
+	else if (ra && *ra && strcmp(ra, "auto"))
+		return dc_fail(-EINVAL, "DEVCOLL_ROOTED_ALGO=%s: want chain, tree or auto", ra);
 	if (c->nconns < 1 || c->nconns > 64)
 		return dc_fail(-EINVAL, "DEVCOLL_NCONNS: 1 to 64 connections per peer");
 	if (c->timeout_ms <= 0)
@@ -479,8 +514,8 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 			return ret;
 		c->id = 0x9e3779b97f4a7c15ull;	/* the same on every rank */
 	} else {
-		rank = opts && opts->rank >= 0 ? opts->rank : (int)env_long("DEVCOLL_RANK", -1);
-		size = opts && opts->rank >= 0 ? opts->size : (int)env_long("DEVCOLL_SIZE", -1);
+		rank = opts && opts->rank >= 0 ? opts->rank : (int)dc_env_long("DEVCOLL_RANK", -1);
+		size = opts && opts->rank >= 0 ? opts->size : (int)dc_env_long("DEVCOLL_SIZE", -1);
 		if (size < 1 || rank < 0 || rank >= size)
 			return dc_fail(-EINVAL, "no communicator: set DEVCOLL_RANK, DEVCOLL_SIZE and "
 				       "DEVCOLL_ADDR, or start under mpirun/srun (PMIx)");
@@ -517,8 +552,6 @@ struct split_ent {
 	int32_t color, key, rank, pad;
 	struct sockaddr_storage sa;
 };
-
-int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes, int kind);
 
 DEVCOLL_EXPORT int devcoll_comm_split(devcoll_comm *p, int color, int key, devcoll_comm **out)
 {

@@ -111,8 +111,11 @@ int devcoll_recv(devcoll_comm *c, void *buf, size_t count, enum devcoll_dtype ty
  * thread and return a request. Operations of a communicator run in the
  * order they were started (blocking ones included). The buffers belong to
  * the library until the request completes; the count arrays are copied.
- * Send/recv have no non-blocking form: queued in order, an irecv before the
- * matching send of the same pair would wait for itself.
+ * Exception: isend/irecv (and a blocking send/recv started while requests
+ * are pending) run together with the send/recv operations next to them in
+ * the queue, so that both ranks of a pair may post irecv before isend; a
+ * collective started after them waits for them. Messages between two ranks
+ * match in the order they were started, tags and sizes must agree.
  */
 int devcoll_iallreduce(devcoll_comm *c, const void *send, void *recv, size_t count,
 		       enum devcoll_dtype type, enum devcoll_op op, devcoll_req **req);
@@ -137,6 +140,10 @@ int devcoll_igather(devcoll_comm *c, const void *send, void *recv, size_t count,
 int devcoll_iscatter(devcoll_comm *c, const void *send, void *recv, size_t count,
 		     enum devcoll_dtype type, int root, devcoll_req **req);
 int devcoll_ibarrier(devcoll_comm *c, devcoll_req **req);
+int devcoll_isend(devcoll_comm *c, const void *buf, size_t count, enum devcoll_dtype type,
+		  int peer, uint32_t tag, devcoll_req **req);
+int devcoll_irecv(devcoll_comm *c, void *buf, size_t count, enum devcoll_dtype type,
+		  int peer, uint32_t tag, devcoll_req **req);
 /* 1 when done (its result in *@status), 0 when not yet. */
 int devcoll_test(devcoll_req *req, int *status);
 /* Waits for the request, frees it and returns its result. */

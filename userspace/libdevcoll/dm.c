@@ -53,22 +53,6 @@ struct dm_state {
 	bool debug;
 };
 
-static long env_long(const char *name, long dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	long x;
-
-	if (!v || !*v)
-		return dflt;
-	x = strtol(v, &end, 0);
-	if (*end == 'k' || *end == 'K')
-		x <<= 10;
-	else if (*end == 'm' || *end == 'M')
-		x <<= 20;
-	return x;
-}
-
 static void flow_of(int fd, struct devmem_flow *f)
 {
 	struct sockaddr_storage l, p;
@@ -116,8 +100,8 @@ static void core_put(struct dm_core *k)
 static int core_new(struct dm_core **out)
 {
 	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
-	unsigned int q = (unsigned int)env_long("DEVCOLL_DEVMEM_QUEUE", -1);
-	size_t size = (size_t)env_long("DEVCOLL_DEVMEM_SIZE", 64 << 20);
+	unsigned int q = (unsigned int)dc_env_long("DEVCOLL_DEVMEM_QUEUE", -1);
+	size_t size = (size_t)dc_env_long("DEVCOLL_DEVMEM_SIZE", 64 << 20);
 	struct dm_core *k;
 	int ret;
 
@@ -164,7 +148,7 @@ int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 	if (!d)
 		return dc_fail(-ENOMEM, "out of memory");
 	c->dm = d;
-	d->debug = env_long("DEVCOLL_DEBUG", 0) != 0;
+	d->debug = dc_env_long("DEVCOLL_DEBUG", 0) != 0;
 	d->rules = calloc((size_t)nc, sizeof(*d->rules));
 	d->carry = calloc((size_t)nc, sizeof(*d->carry));
 	d->carry_len = calloc((size_t)nc, sizeof(*d->carry_len));

@@ -62,6 +62,9 @@ struct endpoint {
 
 struct op;
 
+/* Broadcast and reduce (DEVCOLL_ROOTED_ALGO=tree|chain|auto). */
+enum rooted_algo { ROOTED_AUTO, ROOTED_TREE, ROOTED_CHAIN };
+
 struct devcoll_comm {
 	int rank, size;
 	unsigned int nconns;
@@ -69,11 +72,13 @@ struct devcoll_comm {
 	size_t chunk;
 	unsigned int rxmode;
 	enum devcoll_algo algo;
+	enum rooted_algo rooted;
 	size_t small_max;	/* bytes up to which the latency algorithms run */
 	int spin_us;		/* small messages: poll this long before sleeping */
 	uint64_t id;
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;
+	int wakefd;		/* eventfd in epfd: a send/recv was posted */
 	uint32_t seq;		/* collectives started */
 	uint32_t *p2p_sseq, *p2p_rseq;
 	int err;		/* sticky */
@@ -94,6 +99,9 @@ struct devcoll_comm {
 	size_t tmp_len;
 };
 
+/* comm.c: settings from the environment */
+long dc_env_long(const char *name, long dflt);
+
 /* errors */
 int dc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
@@ -106,6 +114,8 @@ void dc_avg_finish(void *buf, size_t n, enum devcoll_dtype t, int size);
 
 /* net.c: bootstrap and the transfer engine */
 int dc_listen(struct sockaddr_storage *bind_sa, socklen_t len, int *fd);
+/* blocking set-up I/O until @deadline (dc_now_ms) */
+int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline);
 int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps);
 int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *like);
 void dc_comm_free(devcoll_comm *c);
@@ -134,6 +144,15 @@ int dc_run(devcoll_comm *c, struct xfer *x);
 /* one message each way (either may be absent) */
 int dc_sendrecv(devcoll_comm *c, const struct wire_hdr *tmpl, int speer, const void *sbuf,
 		size_t slen, int rpeer, void *rbuf, size_t rlen);
+/* connection-level pieces, shared with the send/recv engine (p2p.c) */
+int dc_conn_send(devcoll_comm *c, struct conn *k, int *err);
+ssize_t dc_conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len);
+int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress);
+int dc_seq_cmp(uint32_t a, uint32_t b);
+const char *dc_kname(unsigned int k);
+size_t dc_nchunks(size_t len, size_t chunk);
+size_t dc_chunk_len(size_t len, size_t chunk, size_t j);
+int64_t dc_now_ms(void);
 
 /* devmem path (dm.c) */
 int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);
@@ -143,7 +162,20 @@ void dc_dm_free(devcoll_comm *c);
 ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red,
 		   size_t esize);
 
-/* coll.c */
+/* coll.c: an operation, as queued */
+struct op {
+	int kind;
+	const void *send;
+	void *recv;
+	size_t count, count2;
+	enum devcoll_dtype type;
+	enum devcoll_op rop;
+	int root;		/* also the peer of send/recv */
+	uint32_t tag;
+	size_t *v;		/* v-variants: counts and displacements (owned) */
+	const size_t *counts, *displs, *scounts, *sdispls;
+};
+
 struct devcoll_req {
 	struct devcoll_req *next;
 	devcoll_comm *comm;
@@ -151,5 +183,13 @@ struct devcoll_req {
 	bool done;
 	int status;
 };
+
+/* split: an allgather of @bytes raw bytes over @c */
+int dc_allgather_raw(devcoll_comm *c, const void *send, void *recv, size_t bytes, int kind);
+
+/* p2p.c: runs the send/recv operations at the head of the queue together,
+ * taking later ones in as they are posted; called and returns with c->mtx
+ * held. */
+void dc_p2p_batch(devcoll_comm *c);
 
 #endif

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,7 +66,7 @@ int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 	return dc_fail(c->err, "%s", c->errmsg);
 }
 
-static int64_t now_ms(void)
+int64_t dc_now_ms(void)
 {
 	struct timespec ts;
 
@@ -120,7 +121,7 @@ int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
 		if (errno != EAGAIN)
 			return dc_fail(-errno, "set-up: %s", strerror(errno));
 		struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - dc_now_ms();
 
 		if (left <= 0 || poll(&p, 1, (int)left) == 0)
 			return dc_fail(-ETIMEDOUT, "set-up: timed out");
@@ -147,7 +148,7 @@ static void tune(int fd)
 /* Connects to the lower ranks and accepts the higher ones on @lfd. */
 int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 {
-	int64_t deadline = now_ms() + c->timeout_ms;
+	int64_t deadline = dc_now_ms() + c->timeout_ms;
 	int need = (c->size - 1 - c->rank) * (int)c->nconns, ret;
 
 	for (int j = 0; j < c->rank; j++) {
@@ -164,7 +165,7 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 					break;
 				ret = -errno;
 				close(fd);
-				if (now_ms() > deadline)
+				if (dc_now_ms() > deadline)
 					return dc_fail(ret, "connecting to rank %d: %s", j, strerror(-ret));
 				usleep(10000);
 			}
@@ -176,7 +177,7 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 	}
 	while (need > 0) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - dc_now_ms();
 		struct hello h;
 		int fd;
 
@@ -199,6 +200,13 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0)
 		return dc_fail(-errno, "epoll_create1: %s", strerror(errno));
+	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wakefd < 0)
+		return dc_fail(-errno, "eventfd: %s", strerror(errno));
+	struct epoll_event wev = { .events = EPOLLIN | EPOLLET, .data.u32 = UINT32_MAX };
+
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &wev))
+		return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
 	for (int i = 0; i < c->size * (int)c->nconns; i++) {
 		struct conn *cn = &c->conns[i];
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u32 = (uint32_t)i };
@@ -219,12 +227,12 @@ struct rstate {
 	size_t nchunks, got;
 };
 
-static size_t nchunks(size_t len, size_t chunk)
+size_t dc_nchunks(size_t len, size_t chunk)
 {
 	return len ? (len + chunk - 1) / chunk : 1;
 }
 
-static size_t chunk_len(size_t len, size_t chunk, size_t j)
+size_t dc_chunk_len(size_t len, size_t chunk, size_t j)
 {
 	size_t off = j * chunk;
 
@@ -232,7 +240,7 @@ static size_t chunk_len(size_t len, size_t chunk, size_t j)
 }
 
 /* Sends what the connection has in flight; 1 when it made progress. */
-static int conn_send(devcoll_comm *c, struct conn *k, int *err)
+int dc_conn_send(devcoll_comm *c, struct conn *k, int *err)
 {
 	int progress = 0;
 
@@ -274,7 +282,7 @@ static int conn_send(devcoll_comm *c, struct conn *k, int *err)
 	return progress;
 }
 
-static ssize_t conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len)
+ssize_t dc_conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len)
 {
 	ssize_t n;
 
@@ -286,7 +294,7 @@ static ssize_t conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len)
 	return n;
 }
 
-static int seq_cmp(uint32_t a, uint32_t b)
+int dc_seq_cmp(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) < 0 ? -1 : a != b;
 }
@@ -296,9 +304,44 @@ static const char *const knames[] = {
 	"alltoall", "alltoallv", "gather", "scatter", "barrier", "split", "send", "recv",
 };
 
-static const char *kname(unsigned int k)
+const char *dc_kname(unsigned int k)
 {
 	return k < sizeof(knames) / sizeof(knames[0]) ? knames[k] : "?";
+}
+
+/* Reads the connection's next header into k->rhdr: 1 when one is parsed
+ * (it stays until taken), 0 when blocked or at a clean end of stream
+ * (k->reof), negative on error. Sets *@progress when bytes came in. */
+int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress)
+{
+	while (!k->rhdr_valid) {
+		ssize_t n = dc_conn_recv(c, k, (char *)&k->rhdr + k->rhdr_got,
+					 sizeof(k->rhdr) - k->rhdr_got);
+
+		if (n == -EAGAIN)
+			return 0;
+		if (n < 0)
+			return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
+					    strerror((int)-n));
+		if (n == 0) {
+			/* fine between chunks when the peer is done with this
+			 * connection; an error mid-header */
+			if (k->rhdr_got)
+				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection "
+						    "mid-message", k->peer);
+			k->reof = true;
+			return 0;
+		}
+		*progress = 1;
+		k->rhdr_got += (size_t)n;
+		if (k->rhdr_got < sizeof(k->rhdr))
+			continue;
+		k->rhdr_got = 0;
+		if (k->rhdr.magic != WIRE_MAGIC)
+			return dc_comm_fail(c, -EPROTO, "garbage from rank %d", k->peer);
+		k->rhdr_valid = true;
+	}
+	return 1;
 }
 
 /* Receives on one connection; 1 on progress, 0 when blocked or the next
@@ -313,53 +356,30 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 		if (!k->rinpay) {
 			if (!*left || k->reof)
 				return progress;
-			if (!k->rhdr_valid) {
-				n = conn_recv(c, k, (char *)&k->rhdr + k->rhdr_got,
-					      sizeof(k->rhdr) - k->rhdr_got);
-				if (n == -EAGAIN)
-					return progress;
-				if (n < 0)
-					return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s",
-							    k->peer, strerror((int)-n));
-				if (n == 0) {
-					/* fine between chunks when the peer is done with this
-					 * connection; an error mid-header */
-					if (k->rhdr_got)
-						return dc_comm_fail(c, -ECONNRESET, "rank %d closed the "
-								    "connection mid-message", k->peer);
-					k->reof = true;
-					return progress;
-				}
-				progress = 1;
-				k->rhdr_got += (size_t)n;
-				if (k->rhdr_got < sizeof(k->rhdr))
-					continue;
-				k->rhdr_got = 0;
-				if (k->rhdr.magic != WIRE_MAGIC)
-					return dc_comm_fail(c, -EPROTO, "garbage from rank %d", k->peer);
-				k->rhdr_valid = true;
-			}
+			n = dc_conn_hdr(c, k, &progress);
+			if (n <= 0)
+				return n < 0 ? (int)n : progress;
 			const struct wire_hdr *h = &k->rhdr, *t = &x->tmpl;
 			bool p2p_h = h->kind == K_SEND, p2p_t = t->kind == K_SEND;
 
 			if (p2p_h != p2p_t)
 				return progress;	/* the other space: for later */
-			int cs = seq_cmp(h->seq, t->seq);
+			int cs = dc_seq_cmp(h->seq, t->seq);
 
 			if (cs > 0 || (cs == 0 && h->step >= x->tmpl.step + (uint32_t)x->nst))
 				return progress;	/* a later message: wait */
 			if (cs < 0 || h->step < x->tmpl.step)
 				return dc_comm_fail(c, -EPROTO, "rank %d sent %s #%u message %u, "
-						    "expected %s #%u", k->peer, kname(h->kind), h->seq,
-						    h->step, kname(t->kind), t->seq);
+						    "expected %s #%u", k->peer, dc_kname(h->kind), h->seq,
+						    h->step, dc_kname(t->kind), t->seq);
 			if (h->kind != t->kind || h->op != t->op || h->dtype != t->dtype ||
 			    h->count != t->count || h->tag != t->tag)
 				return dc_comm_fail(c, -EPROTO, "mismatched collective #%u with rank %d: "
 						    "it runs %s(count %llu, %s, %s, tag %u), this rank "
 						    "%s(count %llu, %s, %s, tag %u)", t->seq, k->peer,
-						    kname(h->kind), (unsigned long long)h->count,
+						    dc_kname(h->kind), (unsigned long long)h->count,
 						    devcoll_dtype_name(h->dtype), devcoll_op_name(h->op),
-						    h->tag, kname(t->kind), (unsigned long long)t->count,
+						    h->tag, dc_kname(t->kind), (unsigned long long)t->count,
 						    devcoll_dtype_name(t->dtype), devcoll_op_name(t->op),
 						    t->tag);
 			int s = (int)(h->step - x->tmpl.step);
@@ -368,11 +388,11 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 
 			if (!st->rptr || h->total != st->rlen)
 				return dc_comm_fail(c, -EPROTO, "mismatched %s #%u: rank %d sends %llu "
-						    "bytes, this rank expects %zu", kname(t->kind), t->seq,
+						    "bytes, this rank expects %zu", dc_kname(t->kind), t->seq,
 						    k->peer, (unsigned long long)h->total,
 						    st->rptr ? st->rlen : 0);
 			if (h->off % c->chunk || j >= rs[s].nchunks || rs[s].done[j] ||
-			    h->len != (st->rlen ? chunk_len(st->rlen, c->chunk, j) : 0))
+			    h->len != (st->rlen ? dc_chunk_len(st->rlen, c->chunk, j) : 0))
 				return dc_comm_fail(c, -EPROTO, "bad chunk from rank %d", k->peer);
 			k->rhdr_valid = false;
 			k->rinpay = true;
@@ -395,7 +415,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 				n = dc_dm_recv(c, k, st->rptr + k->rchunk * c->chunk + k->rpay_got,
 					       k->rpay_len - k->rpay_got, x->red, x->esize);
 			else
-				n = conn_recv(c, k, k->rdst + k->rpay_got, k->rpay_len - k->rpay_got);
+				n = dc_conn_recv(c, k, k->rdst + k->rpay_got, k->rpay_len - k->rpay_got);
 			if (n == -EAGAIN)
 				return progress;
 			if (n < 0)
@@ -404,7 +424,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			if (n == 0)
 				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection "
 						    "(died or left) during %s #%u", k->peer,
-						    kname(x->tmpl.kind), x->tmpl.seq);
+						    dc_kname(x->tmpl.kind), x->tmpl.seq);
 			progress = 1;
 			k->rpay_got += (size_t)n;
 			if (k->rpay_got < k->rpay_len)
@@ -439,7 +459,7 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 
 	for (int s = 0; s < x->nst; s++) {
 		need_slots |= x->red && x->st[s].tmp && x->st[s].rptr;
-		rs[s].nchunks = x->st[s].rptr ? nchunks(x->st[s].rlen, c->chunk) : 0;
+		rs[s].nchunks = x->st[s].rptr ? dc_nchunks(x->st[s].rlen, c->chunk) : 0;
 		rs[s].got = 0;
 		total_chunks += rs[s].nchunks;
 	}
@@ -471,7 +491,7 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 	/* the first step with something to send */
 	while ((int)ss < x->nst && !x->st[ss].sptr)
 		ss++;
-	deadline = now_ms() + c->timeout_ms;
+	deadline = dc_now_ms() + c->timeout_ms;
 	for (int s = 0; s < x->nst; s++)
 		small &= x->st[s].slen <= c->small_max && x->st[s].rlen <= c->small_max;
 	for (;;) {
@@ -492,13 +512,13 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 					k->shdr.step = x->tmpl.step + (uint32_t)ss;
 					k->shdr.total = st->slen;
 					k->shdr.off = sj * c->chunk;
-					k->shdr.len = (uint32_t)(st->slen ? chunk_len(st->slen, c->chunk, sj) : 0);
+					k->shdr.len = (uint32_t)(st->slen ? dc_chunk_len(st->slen, c->chunk, sj) : 0);
 					k->shdr_done = 0;
 					k->spay = st->sptr + k->shdr.off;
 					k->spay_len = k->shdr.len;
 					k->spay_done = 0;
 					k->sbusy = true;
-					if (++sj >= nchunks(st->slen, c->chunk)) {
+					if (++sj >= dc_nchunks(st->slen, c->chunk)) {
 						sj = 0;
 						do
 							ss++;
@@ -507,7 +527,7 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 				}
 				if (!k->sbusy)
 					break;
-				progress |= conn_send(c, k, &ret);
+				progress |= dc_conn_send(c, k, &ret);
 				if (ret)
 					goto out;
 				if (k->sbusy)
@@ -528,13 +548,13 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 		}
 		if (recv_left && eofs == c->nconns) {
 			ret = dc_comm_fail(c, -ECONNRESET, "rank %d closed its connections (died or left) "
-					   "during %s #%u", x->rpeer, kname(x->tmpl.kind), x->tmpl.seq);
+					   "during %s #%u", x->rpeer, dc_kname(x->tmpl.kind), x->tmpl.seq);
 			goto out;
 		}
 		if ((int)ss >= x->nst && !sending && !recv_left)
 			break;
 		if (progress) {
-			deadline = now_ms() + c->timeout_ms;
+			deadline = dc_now_ms() + c->timeout_ms;
 			spin_until = 0;
 			continue;
 		}
@@ -549,11 +569,11 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 				continue;
 		}
 		struct epoll_event evs[16];
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - dc_now_ms();
 
 		if (left <= 0) {
 			ret = dc_comm_fail(c, -ETIMEDOUT, "%s #%u made no progress for %d ms (waiting "
-					   "for rank %d%s)", kname(x->tmpl.kind), x->tmpl.seq,
+					   "for rank %d%s)", dc_kname(x->tmpl.kind), x->tmpl.seq,
 					   c->timeout_ms, recv_left ? x->rpeer : x->speer,
 					   recv_left ? "" : " to take data");
 			goto out;

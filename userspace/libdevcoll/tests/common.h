@@ -43,18 +43,17 @@ static inline int free_port(void)
 typedef int (*rank_fn)(devcoll_comm *c, void *arg);
 
 /*
- * Runs @fn in @n forked ranks, each with its communicator; returns the
- * exit statuses in @status (fn's return value, 100+ for set-up failures,
- * 200+signal). A rank killed by the test itself shows as 200+SIGKILL.
+ * Runs @fn in @n forked ranks (rank 0's rendezvous on @addr), each with its
+ * communicator; returns the exit statuses in @status (fn's return value,
+ * 100+ for set-up failures, 200+signal). A rank killed by the test itself
+ * shows as 200+SIGKILL.
  */
-static inline int run_world(int n, const struct devcoll_opts *base, rank_fn fn, void *arg,
-			    int *status, double limit_s)
+static inline int run_world_at(const char *addr, int n, const struct devcoll_opts *base, rank_fn fn,
+			       void *arg, int *status, double limit_s)
 {
-	char addr[64];
 	pid_t pids[64];
 	int bad = 0;
 
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
 	fflush(stdout);
 	fflush(stderr);
 	for (int r = 0; r < n; r++) {
@@ -87,6 +86,16 @@ static inline int run_world(int n, const struct devcoll_opts *base, rank_fn fn, 
 		bad += status[r] != 0;
 	}
 	return bad;
+}
+
+/* The same with rank 0's rendezvous on a free IPv4 loopback port. */
+static inline int run_world(int n, const struct devcoll_opts *base, rank_fn fn, void *arg,
+			    int *status, double limit_s)
+{
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	return run_world_at(addr, n, base, fn, arg, status, limit_s);
 }
 
 /* Typed access through double / int64. */

@@ -2,9 +2,11 @@
 /*
  * One rank of a job started by mpirun/srun: the communicator comes from
  * PMIx (rank, size, endpoints exchanged with PMIx_Put/Commit/Fence).
- * Prints "ok rank R of N" when the collectives check out.
+ * Prints "ok rank R of N" when the collectives check out. With an IPv6
+ * DEVCOLL_BIND_ADDR every rank's endpoint must be IPv6 too.
  */
 #include "common.h"
+#include "internal.h"
 
 int main(void)
 {
@@ -21,6 +23,13 @@ int main(void)
 		fprintf(stderr, "rank %d is not PMIx's\n", r);
 		fails++;
 	}
+	const char *bind = getenv("DEVCOLL_BIND_ADDR");
+
+	for (int k = 0; bind && strchr(bind, ':') && k < W; k++)
+		if (c->eps[k].sa.ss_family != AF_INET6) {
+			fprintf(stderr, "rank %d: rank %d's endpoint is not IPv6\n", r, k);
+			fails++;
+		}
 	int64_t v = r + 1, all[64];
 	size_t n = 100003;
 	double *a = malloc(n * 8);

@@ -4,7 +4,9 @@
  * a reference computed locally (exact for integers, bounded error for
  * floats). The default run samples the matrix; DEVCOLL_FULL=1 runs it all.
  * Worlds alternate the algorithm choice (auto, ring, rd, tree, hd) through
- * DEVCOLL_ALGO.
+ * DEVCOLL_ALGO, and that of broadcast and reduce (auto, chain, tree) through
+ * DEVCOLL_ROOTED_ALGO; then broadcast and reduce alone with the chain forced,
+ * and chosen automatically, on 2 to 8 ranks.
  */
 #include "common.h"
 
@@ -360,9 +362,66 @@ static int algo_check(devcoll_comm *comm, void *arg)
 	return x.fails ? 1 : 0;
 }
 
+/* broadcast and reduce alone, every type, sum, max and avg, a few counts,
+ * roots and in place: for the chain (forced, or chosen) on each world size */
+static int rooted_check(devcoll_comm *comm, void *arg)
+{
+	static const size_t cn[] = { 0, 1, 5, 17, 1031, 20000, 70001 };
+	static const int ops[] = { DEVCOLL_SUM, DEVCOLL_MAX, DEVCOLL_AVG };
+	struct ctx x = { 0 };
+	int r = devcoll_comm_rank(comm), W = devcoll_comm_size(comm);
+
+	(void)arg;
+	x.a = malloc(70001 * 8);
+	x.b = malloc(70001 * 8 + 16);
+	for (int t = 0; t < DEVCOLL_NTYPES; t++)
+		for (unsigned int ci = 0; ci < sizeof(cn) / sizeof(cn[0]); ci++) {
+			size_t n = cn[ci], es = devcoll_dtype_size((enum devcoll_dtype)t);
+			int root = (int)((ci + (unsigned int)t) % (unsigned int)W), ret;
+
+			for (unsigned int oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++) {
+				enum devcoll_op op = (enum devcoll_op)ops[oi];
+				/* odd counts: in place at the root */
+				bool inplace = ci & 1 && r == root;
+				char *out = inplace ? x.a : x.b;
+
+				fill((enum devcoll_dtype)t, x.a, n, r, op, 0);
+				memset(x.b, 0x5a, n * es + 16);
+				ret = devcoll_reduce(comm, x.a, out, n, (enum devcoll_dtype)t, op, root);
+				for (size_t i = 0; !ret && r == root && i < n; i++)
+					if (check_one((enum devcoll_dtype)t, op, W, out, i, i)) {
+						ret = -1;
+						break;
+					}
+				if (!inplace && (unsigned char)x.b[n * es] != 0x5a)
+					ret = -2;
+				if (ret)
+					FAIL(&x, "reduce %s %s n=%zu root %d: %s", devcoll_dtype_name(t),
+					     devcoll_op_name(op), n, root, ret == -1 ? "wrong" :
+					     ret == -2 ? "wrote past the end" : devcoll_last_error());
+			}
+			for (size_t i = 0; i < n * es; i++)
+				x.a[i] = r == root ? (char)(i * 7 + ci) : (char)0xee;
+			ret = devcoll_broadcast(comm, x.a, n, (enum devcoll_dtype)t, root);
+			for (size_t i = 0; !ret && i < n * es; i++)
+				if (x.a[i] != (char)(i * 7 + ci))
+					ret = -1;
+			if (ret)
+				FAIL(&x, "broadcast %s n=%zu root %d: %s", devcoll_dtype_name(t), n, root,
+				     ret == -1 ? "wrong" : devcoll_last_error());
+		}
+	free(x.a);
+	free(x.b);
+	return x.fails ? 1 : 0;
+}
+
 int main(void)
 {
 	static const char *const algos[] = { "auto", "ring", "rd", "tree", "hd" };
+	/* per world size 1..8; auto picks the chain on 8 ranks for the 8-byte
+	 * types at the largest count, and on 6 (4 KiB chunks) from 64 KiB */
+	static const char *const rooted[] = { "auto", "chain", "chain", "tree", "chain", "auto",
+					      "tree", "auto" };
 	struct devcoll_opts o = { .timeout_ms = 30000 };
 	int worlds[] = { 1, 2, 3, 4, 5, 6, 7, 8 }, st[8], fails = 0;
 
@@ -378,13 +437,14 @@ int main(void)
 			algo = algos[wi / (sizeof(worlds) / sizeof(worlds[0]))];
 
 		setenv("DEVCOLL_ALGO", algo, 1);
+		setenv("DEVCOLL_ROOTED_ALGO", rooted[w], 1);
 		/* 3 connections per peer on odd worlds, 1 with small chunks on 6 */
 		o.nconns = n % 2 ? 3 : n == 6 ? 1 : 2;
 		o.chunk = n == 6 ? 4096 : 0;
 		int bad = run_world(n, &o, matrix, (void *)(uintptr_t)w, st, 300);
 
-		printf("%s: matrix, %d ranks, DEVCOLL_ALGO=%s, %u conns/peer (%.1f s)\n",
-		       bad ? "FAIL" : "ok", n, algo, o.nconns, now_s() - t0);
+		printf("%s: matrix, %d ranks, DEVCOLL_ALGO=%s, DEVCOLL_ROOTED_ALGO=%s, %u conns/peer "
+		       "(%.1f s)\n", bad ? "FAIL" : "ok", n, algo, rooted[w], o.nconns, now_s() - t0);
 		fails += bad;
 	}
 	/* every allreduce algorithm on every world size */
@@ -406,6 +466,31 @@ int main(void)
 		fails += bad;
 	}
 	unsetenv("DEVCOLL_ALGO");
+	/* broadcast and reduce: the chain forced, then chosen by size (4 KiB
+	 * chunks and DEVCOLL_SMALL_MAX=8192: the chain from 8 KiB on 3 or more
+	 * ranks, the tree below) */
+	for (int mode = 0; mode < 2; mode++) {
+		double t0 = now_s();
+		int bad = 0;
+
+		setenv("DEVCOLL_ROOTED_ALGO", mode ? "auto" : "chain", 1);
+		if (mode)
+			setenv("DEVCOLL_SMALL_MAX", "8K", 1);	/* the K suffix too */
+		o.chunk = 4096;
+		for (int n = 2; n <= 8; n++) {
+			o.nconns = (unsigned int)(n % 3) + 1;
+			if (run_world(n, &o, rooted_check, NULL, st, 120)) {
+				printf("FAIL: broadcast and reduce with DEVCOLL_ROOTED_ALGO=%s on %d ranks\n",
+				       mode ? "auto" : "chain", n);
+				bad++;
+			}
+		}
+		printf("%s: broadcast and reduce with DEVCOLL_ROOTED_ALGO=%s on 2 to 8 ranks (%.1f s)\n",
+		       bad ? "FAIL" : "ok", mode ? "auto" : "chain", now_s() - t0);
+		fails += bad;
+	}
+	unsetenv("DEVCOLL_ROOTED_ALGO");
+	unsetenv("DEVCOLL_SMALL_MAX");
 	o.nconns = 0;
 	o.chunk = 0;
 	for (int n = 2; n <= (full ? 8 : 3); n++) {

@@ -2,7 +2,9 @@
 /*
  * Non-blocking operations: several in flight at once, overlapping with
  * computation; test() polls; blocking calls queue behind them in order;
- * the v-collectives copy their count arrays when posted.
+ * the v-collectives copy their count arrays when posted; isend/irecv:
+ * both ranks of a pair post irecv before isend (one at a time, in order,
+ * that would wait forever), messages match in order, bad arguments fail.
  */
 #include "common.h"
 
@@ -171,6 +173,195 @@ static int nb(devcoll_comm *c, void *arg)
 	return fails ? 1 : 0;
 }
 
+static uint32_t pat(int from, uint32_t tag, size_t i)
+{
+	return (uint32_t)from * 0x9e3779b1u ^ tag * 0x85ebca6bu ^ (uint32_t)i;
+}
+
+static int bad_args(devcoll_comm *c)
+{
+	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c), fails = 0;
+	uint32_t x[4] = { 0 }, y[16];
+	size_t cnt[8], dsp[8], two[8];
+	devcoll_req *q = (devcoll_req *)&fails;
+
+	for (int i = 0; i < 8; i++) {
+		cnt[i] = 1;
+		dsp[i] = (size_t)i;
+		two[i] = 2;
+	}
+
+	struct { const char *what; int ret; } cases[] = {
+		{ "isend to itself", devcoll_isend(c, x, 4, DEVCOLL_UINT32, r, 0, &q) },
+		{ "irecv from itself", devcoll_irecv(c, x, 4, DEVCOLL_UINT32, r, 0, &q) },
+		{ "isend to rank -1", devcoll_isend(c, x, 4, DEVCOLL_UINT32, -1, 0, &q) },
+		{ "irecv from rank size", devcoll_irecv(c, x, 4, DEVCOLL_UINT32, W, 0, &q) },
+		{ "isend of an unknown type", devcoll_isend(c, x, 4, DEVCOLL_NTYPES, (r + 1) % W, 0, &q) },
+		{ "irecv without a request pointer", devcoll_irecv(c, x, 4, DEVCOLL_UINT32, (r + 1) % W, 0, NULL) },
+		{ "isend without a communicator", devcoll_isend(NULL, x, 4, DEVCOLL_UINT32, 0, 0, &q) },
+		{ "send to itself", devcoll_send(c, x, 4, DEVCOLL_UINT32, r, 0) },
+		/* the v-collectives' own checks, blocking and not */
+		{ "allgatherv with sendcount != counts[rank]",
+		  devcoll_allgatherv(c, x, 3, y, cnt, dsp, DEVCOLL_UINT32) },
+		{ "iallgatherv with sendcount != counts[rank]",
+		  devcoll_iallgatherv(c, x, 3, y, cnt, dsp, DEVCOLL_UINT32, &q) },
+		{ "allgatherv without counts", devcoll_allgatherv(c, x, 1, y, NULL, dsp, DEVCOLL_UINT32) },
+		{ "iallgatherv without displacements",
+		  devcoll_iallgatherv(c, x, 1, y, cnt, NULL, DEVCOLL_UINT32, &q) },
+		{ "iallgatherv without a request pointer",
+		  devcoll_iallgatherv(c, x, 1, y, cnt, dsp, DEVCOLL_UINT32, NULL) },
+		{ "alltoallv sending itself 1 but expecting 2",
+		  devcoll_alltoallv(c, x, cnt, dsp, y, two, dsp, DEVCOLL_UINT32) },
+		{ "ialltoallv sending itself 1 but expecting 2",
+		  devcoll_ialltoallv(c, x, cnt, dsp, y, two, dsp, DEVCOLL_UINT32, &q) },
+		{ "ialltoallv without send counts",
+		  devcoll_ialltoallv(c, x, NULL, dsp, y, cnt, dsp, DEVCOLL_UINT32, &q) },
+		{ "allgatherv without a communicator",
+		  devcoll_allgatherv(NULL, x, 1, y, cnt, dsp, DEVCOLL_UINT32) },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (cases[i].ret != -EINVAL) {
+			fprintf(stderr, "  rank %d: %s returned %d, not -EINVAL\n", r, cases[i].what,
+				cases[i].ret);
+			fails++;
+		}
+	if (q) {
+		fprintf(stderr, "  rank %d: a failed post left a request\n", r);
+		fails++;
+	}
+	if (devcoll_comm_error(c)) {
+		fprintf(stderr, "  rank %d: bad arguments broke the communicator\n", r);
+		fails++;
+	}
+	return fails;
+}
+
+static int check_msg(int r, const char *what, const uint32_t *b, size_t n, int from, uint32_t tag)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pat(from, tag, i)) {
+			fprintf(stderr, "  rank %d: %s from rank %d (tag %u) wrong at %zu\n", r, what,
+				from, tag, i);
+			return 1;
+		}
+	return 0;
+}
+
+static int p2p(devcoll_comm *c, void *arg)
+{
+	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c), fails = bad_args(c);
+	int left = (r + W - 1) % W, right = (r + 1) % W, st;
+	/* far beyond what the sockets buffer: blocking send before recv on
+	 * both sides would not finish either */
+	size_t n = (24u << 20) / 4;
+	uint32_t *sl = malloc(n * 4), *sr = malloc(n * 4), *rl = malloc(n * 4), *rr = malloc(n * 4);
+	devcoll_req *q[4];
+	long polls = 0;
+
+	(void)arg;
+	if (W == 1)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		sr[i] = pat(r, 7, i);
+		sl[i] = pat(r, 8, i);
+	}
+	memset(rl, 0, n * 4);
+	memset(rr, 0, n * 4);
+	/* receives first on every rank; with two ranks both go to the same
+	 * peer and match in order (tag 7 first) */
+	if (devcoll_irecv(c, rl, n, DEVCOLL_UINT32, left, 7, &q[0]) ||
+	    devcoll_irecv(c, rr, n, DEVCOLL_UINT32, right, 8, &q[1]) ||
+	    devcoll_isend(c, sr, n, DEVCOLL_UINT32, right, 7, &q[2]) ||
+	    devcoll_isend(c, sl, n, DEVCOLL_UINT32, left, 8, &q[3])) {
+		fprintf(stderr, "  rank %d: post: %s\n", r, devcoll_last_error());
+		return 1;
+	}
+	while (!devcoll_test(q[0], &st))
+		polls++;
+	for (int i = 0; i < 4; i++)
+		if (devcoll_wait(q[i])) {
+			fprintf(stderr, "  rank %d: p2p request %d: %s\n", r, i, devcoll_last_error());
+			fails++;
+		}
+	fails += check_msg(r, "irecv", rl, n, left, 7) + check_msg(r, "irecv", rr, n, right, 8);
+
+	/* many messages of one pair, sizes 0 up, in order; then a blocking
+	 * send behind a pending irecv joins it instead of waiting for it */
+	enum { M = 24 };
+	uint32_t *in[M], *out[M];
+	devcoll_req *rq[M], *sq[M], *last;
+
+	for (int m = 0; m < M; m++) {
+		size_t len = (size_t)m * m * 997;
+
+		in[m] = calloc(len + 1, 4);
+		out[m] = malloc(len * 4 + 4);
+		for (size_t i = 0; i < len; i++)
+			out[m][i] = pat(r, 100 + (uint32_t)m, i);
+		if (devcoll_irecv(c, in[m], len, DEVCOLL_UINT32, left, 100 + (uint32_t)m, &rq[m])) {
+			fprintf(stderr, "  rank %d: irecv %d: %s\n", r, m, devcoll_last_error());
+			return 1;
+		}
+	}
+	for (int m = 0; m < M; m++)
+		if (devcoll_isend(c, out[m], (size_t)m * m * 997, DEVCOLL_UINT32, right,
+				  100 + (uint32_t)m, &sq[m])) {
+			fprintf(stderr, "  rank %d: isend %d: %s\n", r, m, devcoll_last_error());
+			return 1;
+		}
+	/* empty messages without buffers */
+	devcoll_req *e[2];
+
+	if (devcoll_irecv(c, NULL, 0, DEVCOLL_UINT32, left, 77, &e[0]) ||
+	    devcoll_isend(c, NULL, 0, DEVCOLL_UINT32, right, 77, &e[1]) || devcoll_wait(e[0]) ||
+	    devcoll_wait(e[1])) {
+		fprintf(stderr, "  rank %d: empty isend/irecv: %s\n", r, devcoll_last_error());
+		fails++;
+	}
+	uint32_t one = 0xabc0 + (uint32_t)r, got = 0;
+
+	if (devcoll_irecv(c, &got, 1, DEVCOLL_UINT32, left, 9, &last) ||
+	    devcoll_send(c, &one, 1, DEVCOLL_UINT32, right, 9) || devcoll_wait(last) ||
+	    got != 0xabc0 + (uint32_t)left) {
+		fprintf(stderr, "  rank %d: irecv + blocking send: %s (got %#x)\n", r,
+			devcoll_last_error(), got);
+		fails++;
+	}
+	for (int m = 0; m < M; m++) {
+		if (devcoll_wait(rq[m]) || devcoll_wait(sq[m])) {
+			fprintf(stderr, "  rank %d: message %d: %s\n", r, m, devcoll_last_error());
+			fails++;
+		}
+		fails += check_msg(r, "ordered irecv", in[m], (size_t)m * m * 997, left, 100 + (uint32_t)m);
+		free(in[m]);
+		free(out[m]);
+	}
+	/* a collective queued behind send/recv runs after them */
+	int64_t sum = r, ring_in = -1, mine = r;
+	devcoll_req *ar, *rv, *sv;
+
+	if (devcoll_irecv(c, &ring_in, 1, DEVCOLL_INT64, left, 11, &rv) ||
+	    devcoll_isend(c, &mine, 1, DEVCOLL_INT64, right, 11, &sv) ||
+	    devcoll_iallreduce(c, &sum, &sum, 1, DEVCOLL_INT64, DEVCOLL_SUM, &ar) ||
+	    devcoll_wait(ar) || devcoll_wait(rv) || devcoll_wait(sv) ||
+	    sum != (int64_t)W * (W - 1) / 2 || ring_in != left) {
+		fprintf(stderr, "  rank %d: irecv, isend, iallreduce: %s\n", r, devcoll_last_error());
+		fails++;
+	}
+	if (devcoll_barrier(c)) {
+		fprintf(stderr, "  rank %d: barrier after send/recv: %s\n", r, devcoll_last_error());
+		fails++;
+	}
+	if (r == 0)
+		printf("  rank 0 polled %ld times while 24 MiB went each way\n", polls);
+out:
+	free(sl);
+	free(sr);
+	free(rl);
+	free(rr);
+	return fails ? 1 : 0;
+}
+
 int main(void)
 {
 	struct devcoll_opts o = { .timeout_ms = 30000 };
@@ -180,6 +371,12 @@ int main(void)
 		int bad = run_world(n, &o, nb, NULL, st, 120);
 
 		printf("%s: non-blocking overlap, %d ranks\n", bad ? "FAIL" : "ok", n);
+		fails += bad;
+	}
+	for (int n = 1; n <= 4; n++) {
+		int bad = run_world(n, &o, p2p, NULL, st, 120);
+
+		printf("%s: isend/irecv, %d ranks\n", bad ? "FAIL" : "ok", n);
 		fails += bad;
 	}
 	printf("%s\n", fails ? "FAIL" : "all passed");
