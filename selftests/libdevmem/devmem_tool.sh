@@ -14,12 +14,6 @@ b() { ip netns exec ns2 "$@"; }
 a() { ip netns exec ns1 "$@"; }
 snapshot() { for o in -g -l -k -x -n; do b ethtool $o dtb 2>&1; done | grep -v "^Features for\|fixed\]"; }
 
-# wait_listen FILE: until the receiver writing FILE listens.
-wait_listen() {
-	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
-	return 1
-}
-
 before=$(snapshot)
 out=$(b $devmem nic setup dtb --reserve 2 2>&1)
 check "nic setup reserves queues 6-7" test $? = 0

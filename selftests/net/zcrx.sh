@@ -15,10 +15,10 @@ devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 rx="ip netns exec ns2 selftests/net/zcrx_rx -i dtb"
 stat() { ethtool_stat ns2 dtb "$1"; }
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2 }'; }
+pools() { page_pools ns2 "$ifindex"; }
 
 pools0=$(pools)
-echo "before: $pools0 page pools"
+echo "before: $pools0"
 
 out=$(timeout 20 $rx -q $q -p 5000 -n 1 2>&1)
 check "zcrx registration with header split off is refused" test $? = 1
@@ -36,18 +36,9 @@ echo "$out"
 
 # stream PORT BYTES SEED [zcrx_rx options]: zcrx receiver, plain sender.
 stream() {
-	local port=$1 n=$2 seed=$3 pid rc
+	local port=$1 n=$2 seed=$3
 	shift 3
-	timeout 600 ip netns exec ns2 selftests/net/zcrx_rx -i dtb -q $q -p "$port" -n "$n" \
-		-s "$seed" "$@" > /tmp/zcrx.out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q listening /tmp/zcrx.out && break; sleep 0.1; done
-	timeout 600 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p "$port" \
-		-n "$n" -s "$seed" > /dev/null
-	wait $pid
-	rc=$?
-	cat /tmp/zcrx.out
-	return $rc
+	stream_to /tmp/zcrx.out "$port" "$n" "$seed" selftests/net/zcrx_rx -i dtb -q $q "$@"
 }
 
 # zero_copied: the bytes the last receiver got without a kernel copy.
@@ -70,7 +61,7 @@ check "registering and unregistering restarted queue $q twice" \
 # While registered: the queue has a memory provider and is refused to another.
 timeout 120 $rx -q $q -p 5002 -n 20000000 > /tmp/zcrx2.out 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q listening /tmp/zcrx2.out && break; sleep 0.1; done
+wait_listen /tmp/zcrx2.out
 out=$(timeout 20 $rx -q $q -p 5003 -n 1 -d 2>&1)
 check "registering zcrx on a queue that has one is refused (EEXIST)" \
 	grep -q "File exists" <<< "$out"
@@ -114,12 +105,8 @@ check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
 echo "queue $q alloc_fail during the 1 MiB runs: $(( $(stat rx${q}_alloc_fail) - fails0 ))"
 
 # Unregistered: no page pool left behind, plain TCP on queue 3 again.
-for _ in $(seq 30); do
-	softirq_each_cpu ns2
-	[ "$(pools)" = "$pools0" ] && break
-	sleep 1
-done
-echo "after: $(pools) page pools"
+wait_buffers_back ns2 "$ifindex" "$pools0" -
+echo "after: $(pools)"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 qbytes0=$(stat rx${q}_bytes)
 check "after the receivers exit, queue $q receives plain TCP into host memory" \
