@@ -182,3 +182,13 @@ stream_to() {
 	cat "$out"
 	return $rc
 }
+
+# rss_queues NS DEV [ethtool -x options]: the distinct queues of DEV's RSS
+# indirection table ("context N" for another than the main one), on a line.
+# Table rows only: "N: q q ..."; the hash key's "30:16:b2:..." has no space.
+rss_queues() {
+	local ns=$1 dev=$2
+	shift 2
+	ip netns exec "$ns" ethtool -x "$dev" "$@" |
+		awk '/^ *[0-9]+: / { for (i = 2; i <= NF; i++) print $i }' | sort -un | xargs
+}

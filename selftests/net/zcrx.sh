@@ -41,18 +41,24 @@ stream() {
 	stream_to /tmp/zcrx.out "$port" "$n" "$seed" selftests/net/zcrx_rx -i dtb -q $q "$@"
 }
 
-# zero_copied: the bytes the last receiver got without a kernel copy.
-zero_copied() { sed -n 's/.* CQEs (\([0-9]*\) zero-copy.*/\1/p' /tmp/zcrx.out; }
+# area_stream AREA SEED [zcrx_rx options]: $bytes through a zcrx AREA
+# ("user-memory", "dma-buf" with -d), validated and mostly zero-copy.
+area_stream() {
+	local area=$1 seed=$2 zc
+	shift 2
+	check "$bytes bytes received by RECV_ZC into a $area area, all validated" \
+		stream 5001 "$bytes" "$seed" "$@"
+	check "... registered with a $area area" grep -q "$area area" /tmp/zcrx.out
+	check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
+	# The bytes the receiver got without a kernel copy.
+	zc=$(sed -n 's/.* CQEs (\([0-9]*\) zero-copy.*/\1/p' /tmp/zcrx.out)
+	echo "zero-copy bytes: ${zc:-none}"
+	check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9))
+}
 
 restarts0=$(stat rx${q}_restarts)
 qbytes0=$(stat rx${q}_bytes)
-check "$bytes bytes received by RECV_ZC into a user-memory area, all validated" \
-	stream 5001 "$bytes" 31
-check "... registered with a user-memory area" grep -q "user-memory area" /tmp/zcrx.out
-check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
-zc=$(zero_copied)
-echo "zero-copy bytes: ${zc:-none}"
-check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9))
+area_stream user-memory 31
 check "... and it went through queue $q" \
 	test $(( $(stat rx${q}_bytes) - qbytes0 )) -ge "$bytes"
 check "registering and unregistering restarted queue $q twice" \
@@ -75,13 +81,7 @@ check "the first registration still receives intact" test $? = 0
 cat /tmp/zcrx2.out
 
 restarts0=$(stat rx${q}_restarts)
-check "$bytes bytes received by RECV_ZC into a dma-buf area, all validated" \
-	stream 5001 "$bytes" 32 -d
-check "... registered with a dma-buf area" grep -q "dma-buf area" /tmp/zcrx.out
-check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
-zc=$(zero_copied)
-echo "zero-copy bytes: ${zc:-none}"
-check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9))
+area_stream dma-buf 32 -d
 check "registering and unregistering restarted queue $q twice" \
 	test "$(stat rx${q}_restarts)" = $((restarts0 + 2))
 
