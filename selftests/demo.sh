@@ -24,7 +24,7 @@ echo "== devmem rx on dtb queue $q  <-  devmem tx from dta, $bytes bytes"
 ip netns exec ns2 $devmem rx --iface dtb --queue $q --port 5001 --steer --bytes "$bytes" \
 	--pattern 42 > /tmp/rx.out 2> /tmp/rx.err &
 rx=$!
-for _ in $(seq 100); do grep -q listening /tmp/rx.err && break; sleep 0.1; done
+wait_listen /tmp/rx.err
 ip netns exec ns1 $devmem tx --iface dta --addr 10.99.0.2 --port 5001 --bytes "$bytes" \
 	--pattern 42 || fail "the devmem sender failed"
 wait $rx || { cat /tmp/rx.err /tmp/rx.out; fail "the devmem stream did not arrive intact"; }

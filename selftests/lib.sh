@@ -109,3 +109,86 @@ softirq_each_cpu() {
 		taskset -c $cpu ip netns exec "$1" ping -q -c 1 -W 1 127.0.0.1 > /dev/null
 	done
 }
+
+# wait_listen FILE: until the receiver writing FILE says it listens (10 s at
+# most), so that its sender does not connect too early.
+wait_listen() {
+	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
+	return 1
+}
+
+# page_pools NS IFINDEX: "pools N detached N" of a device (netdev netlink;
+# IFINDEX "all" for the namespace). A pool destroyed with pages out stays
+# listed as detached, so a leaked page shows; in-flight pages vary with
+# traffic and are left out.
+page_pools() {
+	ip netns exec "$1" python3 /devtcp/selftests/net/genl.py page-pools "$2" |
+		awk '{ print $1, $2, $5, $6 }'
+}
+
+# dmabufs: the number of dma-bufs in the system (debugfs), for leak checks.
+dmabufs() { awk '/^Total/ { print $2; exit }' /sys/kernel/debug/dma_buf/bufinfo; }
+
+# wait_buffers_back NS IFINDEX POOLS BUFS [SECONDS]: waits, 30 s unless
+# SECONDS, until the device's page_pools read POOLS and dmabufs BUFS again
+# ("-" for either: not waited for), with softirq_each_cpu NS every second:
+# buffers of closed sockets come back late, not never. Sets waited to the
+# seconds it took.
+wait_buffers_back() {
+	local ns=$1 dev=$2 pools=$3 bufs=$4 secs=${5:-30}
+	for ((waited = 0; waited < secs; waited++)); do
+		softirq_each_cpu "$ns"
+		{ [ "$pools" = - ] || [ "$(page_pools "$ns" "$dev")" = "$pools" ]; } &&
+			{ [ "$bufs" = - ] || [ "$(dmabufs)" = "$bufs" ]; } && return 0
+		sleep 1
+	done
+	return 1
+}
+
+# devmem_rebind_cycle Q PORT: one bind and unbind under traffic, on the pair
+# devtcp_pair made (dta in ns1, dtb in ns2): a devmem receiver bound to dtb's
+# queue Q, a stream from ns1 to its PORT, and the receiver killed 0.3 s in,
+# so its binding goes while frames still arrive. Fails if it never listened.
+devmem_rebind_cycle() {
+	local rx tx rc=0
+	ip netns exec ns2 /devtcp/selftests/net/devmem_rx -i dtb -q "$1" -p "$2" -n 4000000000 \
+		> /tmp/rx.out 2>&1 &
+	rx=$!
+	wait_listen /tmp/rx.out || rc=1
+	ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p "$2" \
+		-n 4000000000 > /dev/null 2>&1 &
+	tx=$!
+	sleep 0.3
+	kill -9 $rx
+	wait $rx 2>/dev/null
+	kill -9 $tx 2>/dev/null
+	wait $tx 2>/dev/null
+	return $rc
+}
+
+# stream_to OUT PORT BYTES SEED RECEIVER...: RECEIVER (a command in ns2 that
+# takes -p PORT -n BYTES -s SEED, its output in OUT) gets a stream from a
+# plain sender in ns1; the status and the output printed are the receiver's.
+stream_to() {
+	local out=$1 port=$2 n=$3 seed=$4 pid rc
+	shift 4
+	timeout 600 ip netns exec ns2 "$@" -p "$port" -n "$n" -s "$seed" > "$out" 2>&1 &
+	pid=$!
+	wait_listen "$out"
+	timeout 600 ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 \
+		-p "$port" -n "$n" -s "$seed" > /dev/null
+	wait $pid
+	rc=$?
+	cat "$out"
+	return $rc
+}
+
+# rss_queues NS DEV [ethtool -x options]: the distinct queues of DEV's RSS
+# indirection table ("context N" for another than the main one), on a line.
+# Table rows only: "N: q q ..."; the hash key's "30:16:b2:..." has no space.
+rss_queues() {
+	local ns=$1 dev=$2
+	shift 2
+	ip netns exec "$ns" ethtool -x "$dev" "$@" |
+		awk '/^ *[0-9]+: / { for (i = 2; i <= NF; i++) print $i }' | sort -un | xargs
+}

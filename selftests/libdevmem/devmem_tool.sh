@@ -14,29 +14,15 @@ b() { ip netns exec ns2 "$@"; }
 a() { ip netns exec ns1 "$@"; }
 snapshot() { for o in -g -l -k -x -n; do b ethtool $o dtb 2>&1; done | grep -v "^Features for\|fixed\]"; }
 
-# wait_listen FILE: until the receiver writing FILE listens.
-wait_listen() {
-	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
-	return 1
-}
-
 before=$(snapshot)
 out=$(b $devmem nic setup dtb --reserve 2 2>&1)
 check "nic setup reserves queues 6-7" test $? = 0
 echo "$out"
 check "... header split is on" grep -q "TCP data split:.*on" <<< "$(b ethtool -g dtb)"
 check "... ntuple is on" grep -q "ntuple-filters: on" <<< "$(b ethtool -k dtb)"
-# indir NS CTX: the queues of an RSS table (main: 0), one per line.
-indir() {
-	local c=()
-	[ "$1" != 0 ] && c=(context "$1")
-	# Table rows only: the hash key below them looks like "30:16:b2:...".
-	b ethtool -x dtb "${c[@]}" | awk '/^RSS hash key/ { exit }
-		/^ *[0-9]+:/ { for (i = 2; i <= NF; i++) print $i }' | sort -un
-}
-check "... the main RSS table spreads over queues 0-5" test "$(indir 0 | tr '\n' ' ')" = "0 1 2 3 4 5 "
+check "... the main RSS table spreads over queues 0-5" test "$(rss_queues ns2 dtb)" = "0 1 2 3 4 5"
 ctx=$(sed -n 's/.*RSS context \([0-9]*\).*/\1/p' <<< "$out")
-check "... an RSS context ($ctx) spans queues 6-7" test "$(indir "$ctx" | tr '\n' ' ')" = "6 7 "
+check "... an RSS context ($ctx) spans queues 6-7" test "$(rss_queues ns2 dtb context "$ctx")" = "6 7"
 out=$(b $devmem nic setup dtb 2>&1)
 check "a second setup is refused" test $? = 1
 echo "$out"

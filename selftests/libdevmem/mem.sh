@@ -16,7 +16,6 @@ t=selftests/libdevmem/mem_test
 run() { $t "$@" > /tmp/mem.out 2>&1; local rc=$?; cat /tmp/mem.out; return $rc; }
 # says TEXT: the last run's output contains TEXT.
 says() { grep -qF -- "$1" /tmp/mem.out; }
-dmabufs() { awk '/^Total/ { print $2 }' /sys/kernel/debug/dma_buf/bufinfo; }
 bufs0=$(dmabufs)
 
 check "udmabuf of 8 MiB: pattern written, read back, in bufinfo, freed" run udmabuf 8388608

@@ -46,8 +46,6 @@ errc() {
 	check "$d" grep -qE "^err ($e) .*$re" <<< "$reply"
 }
 field() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' <<< "$reply"; }
-# indir [ethtool -x args]: the distinct queues of an indirection table
-indir() { et -x dtb "$@" | awk '/^ *[0-9]+: / { for (i = 2; i <= NF; i++) print $i }' | sort -un | xargs; }
 
 before=$(snapshot)
 
@@ -77,12 +75,12 @@ check "ethtool -k: ntuple-filters on" grep -q "^ntuple-filters: on" <<< "$(et -k
 
 echo "# RSS"
 okc "spread over queues 1..5" spread 0 1 5
-check "ethtool -x: table uses queues 1..5 only" test "$(indir)" = "1 2 3 4 5"
+check "ethtool -x: table uses queues 1..5 only" test "$(rss_queues ns2 dtb)" = "1 2 3 4 5"
 errc "spread past the last queue refused" 22 \
 	"dtb: RSS spread over queues 4..8: queue 6 does not exist \(6 RX queues" spread 0 4 5
 okc "context over queues 2..3" ctx_add 0 2 2
 ctx=$(field ctx)
-check "ethtool -x context $ctx: queues 2 3" test "$(indir context "$ctx")" = "2 3"
+check "ethtool -x context $ctx: queues 2 3" test "$(rss_queues ns2 dtb context "$ctx")" = "2 3"
 
 echo "# flow rules"
 okc "tcp4 rule dport 5201 -> queue 3" flow 0 4 - 10.99.0.2 0 5201 3 0
@@ -194,10 +192,10 @@ echo "# RSS through SIOCETHTOOL (kernels without ethtool netlink RSS_SET)"
 okc "open" open 3 dtb
 okc "switch to the ioctl" rss_ioctl 3
 okc "spread over queues 0..3" spread 3 0 4
-check "ethtool -x: queues 0..3" test "$(indir)" = "0 1 2 3"
+check "ethtool -x: queues 0..3" test "$(rss_queues ns2 dtb)" = "0 1 2 3"
 okc "context over queues 4..7" ctx_add 3 4 4
 c=$(field ctx)
-check "ethtool -x context $c: queues 4..7" test "$(indir context "$c")" = "4 5 6 7"
+check "ethtool -x context $c: queues 4..7" test "$(rss_queues ns2 dtb context "$c")" = "4 5 6 7"
 okc "delete context $c" ctx_del 3 "$c"
 no_ctx() { ! et -x dtb context "$1" > /dev/null 2>&1; }
 check "context $c gone" no_ctx "$c"
@@ -216,7 +214,7 @@ okc "delete context $c" ctx_del 3 "$c"
 check "context $c gone" no_ctx "$c"
 errc "delete it again: does not exist" 2 "dtb: RSS context $c does not exist" ctx_del 3 "$c"
 okc "restore" restore 3
-check "context $c back over queues 1..2" test "$(indir context "$c")" = "1 2"
+check "context $c back over queues 1..2" test "$(rss_queues ns2 dtb context "$c")" = "1 2"
 okc "close" close 3
 et -X dtb context "$c" delete
 check "ethtool -g -l -x -n -k as before" diff <(echo "$before") <(snapshot)

@@ -16,9 +16,7 @@ slow="--hold 128 --return-delay-us 1000"
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 devmem_steer ns2 dtb $q 5001 || fail "cannot steer port 5001 to queue $q"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" |
-	awk '{ print $1, $2, $5, $6 }'; }
-dmabufs() { awk '/^Total/ { print $2; exit }' /sys/kernel/debug/dma_buf/bufinfo; }
+pools() { page_pools ns2 "$ifindex"; }
 fails() { ethtool_stat ns2 dtb rx${q}_alloc_fail; }
 # The sender's TCP retransmissions (RetransSegs of ns1's /proc/net/snmp).
 retrans() {
@@ -32,18 +30,10 @@ secs() { awk '$1 == "stats" { print $5 }' /tmp/rx.out; }
 # stream SEED [devmem_rx options]: $bytes from ns1 to a devmem receiver;
 # its status is the receiver's, which gives up after 60 s without data.
 stream() {
-	local seed=$1 pid rc
+	local seed=$1
 	shift
-	ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n "$bytes" -s "$seed" \
-		--idle-timeout 60 "$@" > /tmp/rx.out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
-	timeout 600 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 \
-		-n "$bytes" -s "$seed" > /dev/null
-	wait $pid
-	rc=$?
-	cat /tmp/rx.out
-	return $rc
+	stream_to /tmp/rx.out 5001 "$bytes" "$seed" selftests/net/devmem_rx -i dtb -q $q \
+		--idle-timeout 60 "$@"
 }
 
 pools0=$(pools)
@@ -69,19 +59,16 @@ check "... which made the receive slower than with 64 MiB" \
 
 # Buffers of the closed socket come back within seconds. If not, show who
 # may hold them, and how long they take after all.
-for ((t = 0; t < 90; t++)); do
-	softirq_each_cpu ns2
-	[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && break
-	if [ $t = 30 ]; then
-		echo "after 30 s: $(pools), $(dmabufs) dma-bufs; sockets:"
-		for ns in ns1 ns2; do ip netns exec $ns ss -tanoem; done
-		cat /sys/kernel/debug/dma_buf/bufinfo
-	fi
-	sleep 1
-done
-echo "after ${t} s: $(pools), $(dmabufs) dma-bufs"
-check "no page pool left behind (within 30 s)" test $t -le 30 -a "$(pools)" = "$pools0"
-check "no dma-buf left behind (within 30 s)" test $t -le 30 -a "$(dmabufs)" = "$bufs0"
+if ! wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0" 31; then
+	echo "after 30 s: $(pools), $(dmabufs) dma-bufs; sockets:"
+	for ns in ns1 ns2; do ip netns exec $ns ss -tanoem; done
+	cat /sys/kernel/debug/dma_buf/bufinfo
+	wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0" 59
+	waited=$((waited + 31))
+fi
+echo "after ${waited} s: $(pools), $(dmabufs) dma-bufs"
+check "no page pool left behind (within 30 s)" test $waited -le 30 -a "$(pools)" = "$pools0"
+check "no dma-buf left behind (within 30 s)" test $waited -le 30 -a "$(dmabufs)" = "$bufs0"
 check "queue $q carries a plain stream intact afterwards" plain_stream 5001 20000000 33
 ip netns del ns1
 ip netns del ns2

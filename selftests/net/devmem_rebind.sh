@@ -12,28 +12,15 @@ q=3
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 devmem_steer ns2 dtb $q 5001 || fail "cannot steer port 5001 to queue $q"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2 }'; }
-dmabufs() { awk '/^Total/ { print $2 }' /sys/kernel/debug/dma_buf/bufinfo; }
+pools() { page_pools ns2 "$ifindex"; }
 
 pools0=$(pools)
 bufs0=$(dmabufs)
 bytes0=$(ethtool_stat ns2 dtb rx${q}_bytes)
-echo "before: $pools0 page pools, $bufs0 dma-bufs"
+echo "before: $pools0, $bufs0 dma-bufs"
 bound=0
 for ((i = 0; i < cycles; i++)); do
-	ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n 4000000000 \
-		> /tmp/rx.out 2>&1 &
-	rx=$!
-	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.05; done
-	grep -q listening /tmp/rx.out && bound=$((bound + 1))
-	ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n 4000000000 \
-		> /dev/null 2>&1 &
-	tx=$!
-	sleep 0.3
-	kill -9 $rx
-	wait $rx 2>/dev/null
-	kill -9 $tx 2>/dev/null
-	wait $tx 2>/dev/null
+	devmem_rebind_cycle $q 5001 && bound=$((bound + 1))
 done
 check "all $cycles receivers bound and listened ($bound)" test $bound = "$cycles"
 moved=$(( $(ethtool_stat ns2 dtb rx${q}_bytes) - bytes0 ))
@@ -43,12 +30,8 @@ check "queue $q was restarted for every bind and unbind" \
 	test "$(ethtool_stat ns2 dtb rx${q}_restarts)" -ge $((2 * cycles))
 
 # Buffers still held by dying sockets come back within seconds.
-for _ in $(seq 60); do
-	softirq_each_cpu ns2
-	[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && break
-	sleep 1
-done
-echo "after: $(pools) page pools, $(dmabufs) dma-bufs"
+wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0" 60
+echo "after: $(pools), $(dmabufs) dma-bufs"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
 

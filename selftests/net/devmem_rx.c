@@ -37,7 +37,6 @@
 #include <getopt.h>
 #include <libmnl/libmnl.h>
 #include <linux/dma-buf.h>
-#include <net/if.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -434,13 +433,8 @@ int main(int argc, char **argv)
 	double t0, secs;
 
 	parse_options(argc, argv, &o);
-	ifindex = if_nametoindex(o.ifname);
-	if (!ifindex)
-		die(o.ifname);
-	if (o.heap)
-		dmabuf_create_heap(&db, o.bufsize);
-	else
-		dmabuf_create_udmabuf(&db, o.bufsize);
+	ifindex = ifindex_of(o.ifname);
+	dmabuf_create(&db, o.bufsize, o.heap);
 	nl = netdev_nl_open();
 	netdev_bind_rx_queues(nl, ifindex, o.queues, o.nqueues, &db, o.rx_page_size);
 	no_validate = o.no_validate;

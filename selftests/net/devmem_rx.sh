@@ -25,8 +25,7 @@ check "... with the kernel's reason" grep -q "tcp-data-split is disabled" <<< "$
 devmem_steer ns2 dtb $q 5001 5002 || fail "cannot steer ports 5001, 5002 to queue $q"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 genl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
-# "pools N detached N": the page pools of dtb; inflight varies with traffic.
-pools() { genl page-pools "$ifindex" | awk '{ print $1, $2, $5, $6 }'; }
+pools() { page_pools ns2 "$ifindex"; }
 pools_unbound=$(pools)
 
 out=$(timeout 20 $rx -q 8 -p 5000 -n 1 2>&1)
@@ -72,18 +71,9 @@ check "... as its chunk is not aligned to the buffer size" \
 
 # stream PORT BYTES SEED [devmem_rx options]: devmem receiver, plain sender.
 stream() {
-	local port=$1 n=$2 seed=$3 pid
+	local port=$1 n=$2 seed=$3
 	shift 3
-	timeout 600 ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p "$port" -n "$n" \
-		-s "$seed" "$@" > /tmp/rx.out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
-	timeout 600 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p "$port" \
-		-n "$n" -s "$seed" > /dev/null
-	wait $pid
-	local rc=$?
-	cat /tmp/rx.out
-	return $rc
+	stream_to /tmp/rx.out "$port" "$n" "$seed" selftests/net/devmem_rx -i dtb -q $q "$@"
 }
 
 check "rx-page-size 4096 (PAGE_SIZE) is accepted and receives intact" \
@@ -102,11 +92,7 @@ check "... saying so" grep -q "devmem_rx: no data for 10 s after [0-9]* of 10000
 check "... with every byte it got intact" grep -q " 0 mismatched" /tmp/rx.out
 check "... and frames dropped for want of a buffer (rx${q}_alloc_fail)" \
 	test "$(stat rx${q}_alloc_fail)" -gt "$fails0"
-for _ in $(seq 30); do
-	softirq_each_cpu ns2
-	[ "$(pools)" = "$pools_unbound" ] && break
-	sleep 1
-done
+wait_buffers_back ns2 "$ifindex" "$pools_unbound" -
 echo "page pools unbound: $pools_unbound, now: $(pools)"
 check "... and no page pool left behind" test "$(pools)" = "$pools_unbound"
 
@@ -121,7 +107,7 @@ check "binding and unbinding restarted queue $q twice" \
 # While bound: the core refuses what would break the binding.
 timeout 120 $rx -q $q -p 5002 -n 100000000 > /tmp/rx2.out 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q listening /tmp/rx2.out && break; sleep 0.1; done
+wait_listen /tmp/rx2.out
 out=$(e -G dtb tcp-data-split off 2>&1)
 check "header split cannot be turned off while bound" test $? -ne 0
 echo "$out"
@@ -150,7 +136,7 @@ check "after unbinding, queue $q receives plain TCP into host memory" \
 # stops a shrink below it.
 timeout 60 $rx -q $q -p 5009 -n 1 > /tmp/rx3.out 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q listening /tmp/rx3.out && break; sleep 0.1; done
+wait_listen /tmp/rx3.out
 for r in $(e -n dtb | sed -n 's/^Filter: //p'); do e -N dtb delete "$r"; done
 e -X dtb equal 3
 out=$(e -L dtb combined 3 2>&1)

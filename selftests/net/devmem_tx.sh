@@ -14,15 +14,8 @@ bytes=${DEVTCP_DEVMEM_BYTES:-1073741824}
 q=3
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 tx="ip netns exec ns1 selftests/net/devmem_tx -i dta -a 10.99.0.2"
-dmabufs() { awk '/^Total/ { print $2 }' /sys/kernel/debug/dma_buf/bufinfo; }
 [ -r /sys/kernel/debug/dma_buf/bufinfo ] || fail "no dma-buf accounting in debugfs"
 bufs0=$(dmabufs)
-
-# wait_listen FILE: until the receiver writing FILE listens.
-wait_listen() {
-	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
-	return 1
-}
 
 # to_plain PORT BYTES SEED [devmem_tx options]: devmem sender, plain receiver.
 to_plain() {
@@ -100,13 +93,10 @@ check "... with ENODEV" grep -q "No such device" <<< "$out"
 kill $pid 2>/dev/null
 wait $pid 2>/dev/null
 
-# TX bindings go when their netlink socket closes and the skbs are freed.
-for _ in $(seq 30); do
-	softirq_each_cpu ns1
-	softirq_each_cpu ns2
-	[ "$(dmabufs)" = "$bufs0" ] && break
-	sleep 1
-done
+# TX bindings go when their netlink socket closes and the skbs are freed
+# (those on CPU defer lists too: the softirq that frees them is per CPU, so
+# one namespace's does).
+wait_buffers_back ns2 - - "$bufs0"
 check "no dma-buf left behind ($(dmabufs) now, $bufs0 before)" test "$(dmabufs)" = "$bufs0"
 ip netns del ns1
 ip netns del ns2

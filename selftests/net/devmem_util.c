@@ -10,6 +10,7 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/udmabuf.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -106,6 +107,14 @@ void dmabuf_create_heap(struct dmabuf *db, size_t size)
 	close(heapfd);
 	db->fd = alloc.fd;
 	dmabuf_map(db, size);
+}
+
+void dmabuf_create(struct dmabuf *db, size_t size, int heap)
+{
+	if (heap)
+		dmabuf_create_heap(db, size);
+	else
+		dmabuf_create_udmabuf(db, size);
 }
 
 void dmabuf_sync(const struct dmabuf *db, uint64_t flags)
@@ -295,6 +304,15 @@ void netdev_bind_tx(struct mnl_socket *nl, int ifindex, struct dmabuf *db)
 		exit(1);
 	}
 	db->id = id.value;
+}
+
+int ifindex_of(const char *ifname)
+{
+	int ifindex = if_nametoindex(ifname);
+
+	if (!ifindex)
+		die(ifname);
+	return ifindex;
 }
 
 struct mnl_socket *netdev_nl_open(void)

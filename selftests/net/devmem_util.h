@@ -25,9 +25,13 @@ __attribute__((noreturn)) void die(const char *what);
 void dmabuf_create_udmabuf(struct dmabuf *db, size_t size);
 /* A dma-buf from /dev/dma_heap/system. */
 void dmabuf_create_heap(struct dmabuf *db, size_t size);
+/* Either: the system dma-heap's if @heap, else a udmabuf (the -H option). */
+void dmabuf_create(struct dmabuf *db, size_t size, int heap);
 /* DMA_BUF_IOCTL_SYNC with @flags (DMA_BUF_SYNC_START/END | READ/WRITE). */
 void dmabuf_sync(const struct dmabuf *db, uint64_t flags);
 
+/* The interface index of @ifname; exits if there is no such interface. */
+int ifindex_of(const char *ifname);
 /*
  * A netdev generic netlink socket with extended acks. A binding lives as long
  * as the socket that made it stays open.

@@ -14,13 +14,7 @@ devmem_steer ns2 dtb $q 5001 5002 5003 || fail "cannot steer ports 5001-5003 to 
 fault() { local ns=$1; shift; ip netns exec "$ns" $FAULT "$@"; }
 stat() { ethtool_stat "$1" "$2" "$3"; }
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" |
-	awk '{ print $1, $2, $5, $6 }'; }
-dmabufs() { awk '/^Total/ { print $2 }' /sys/kernel/debug/dma_buf/bufinfo; }
-wait_listen() {
-	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
-	return 1
-}
+pools() { page_pools ns2 "$ifindex"; }
 pools0=$(pools)
 bufs0=$(dmabufs)
 
@@ -116,12 +110,10 @@ check "... and counted as refused transfers" \
 check "... and logged" bash -c "dmesg | grep -q 'dta: queue [0-9]*: TX DMA from provider memory failed'"
 fault ns1 off dta
 
-for _ in $(seq 30); do
-	softirq_each_cpu ns2
-	[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && break
-	sleep 1
-done
+wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
 echo "page pools before: $pools0, now: $(pools); dma-bufs before: $bufs0, now: $(dmabufs)"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
+ip netns del ns1
+ip netns del ns2
 finish

@@ -39,7 +39,6 @@ validated=0 leaks=0
 declare -A injected
 
 fault() { ip netns exec ns1 $FAULT "$@"; }
-dmabufs() { awk '/^Total/ { print $2; exit }' /sys/kernel/debug/dma_buf/bufinfo; }
 memavail() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 # Adds the faults dta injected so far to the totals (counters die with it).
 tally_faults() {
@@ -48,17 +47,11 @@ tally_faults() {
 		injected[$k]=$(( ${injected[$k]:-0} + v ))
 	done < <(ip netns exec ns1 ethtool -S dta | sed -n 's/^ *fault_\([a-z_]*\): \([0-9]*\)$/\1 \2/p')
 }
-# leak_check WHAT CMD...: CMD must succeed; a failure counts as a leak.
+# leak_check WHAT CMD...: check, and a failure also counts as a leak.
 leak_check() {
-	local what=$1
-	shift
-	if "$@"; then
-		echo "ok: $what"
-	else
-		echo "FAIL: $what"
-		fails=$((fails + 1))
-		leaks=$((leaks + 1))
-	fi
+	local fails0=$fails
+	check "$@"
+	[ "$fails" = "$fails0" ] || leaks=$((leaks + 1))
 }
 # validated_from FILE: adds the bytes devmem_rx checked with 0 mismatches.
 validated_from() {
@@ -72,9 +65,7 @@ setup_pair() {
 	devmem_steer ns2 dtb $q 5001 || return 1
 	ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 }
-# Pool count and detached pools: a pool destroyed with pages out stays
-# listed (detached) until they come back, so a leaked page shows here.
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2, $6 }'; }
+pools() { page_pools ns2 "$ifindex"; }
 
 # devmem_stream BYTES SEED [devmem_rx options]: BYTES from ns1 to a devmem
 # receiver on dtb queue $q; its status is the receiver's. With devmem_tx=1
@@ -86,7 +77,7 @@ devmem_stream() {
 	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n "$bytes" -s "$seed" --idle-timeout 60 "$@" \
 		> /tmp/rx.out 2>&1 &
 	pid=$!
-	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
+	wait_listen /tmp/rx.out
 	if [ -n "${devmem_tx:-}" ]; then
 		timeout 900 ip netns exec ns1 selftests/net/devmem_tx -i dta -a 10.99.0.2 -p 5001 \
 			-n "$bytes" -s "$seed" > /tmp/tx.out 2>&1 || { cat /tmp/tx.out; kill $pid; }
@@ -101,21 +92,13 @@ devmem_stream() {
 	return $rc
 }
 
-# Waits for buffers held by closed sockets (on CPU defer lists) to come back.
-wait_pools() {
-	for _ in $(seq 60); do
-		softirq_each_cpu ns2
-		[ "$(pools)" = "$pools0" ] && [ "$(dmabufs)" = "$bufs0" ] && return 0
-		sleep 1
-	done
-	return 1
-}
+wait_pools() { wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0" 60; }
 
 setup_pair || fail "cannot create the pair"
 pools0=$(pools)
 bufs0=$(dmabufs)
 mem0=$(memavail)
-echo "before: page pools (count, detached) $pools0, $bufs0 dma-bufs, MemAvailable $mem0 kB"
+echo "before: $pools0, $bufs0 dma-bufs, MemAvailable $mem0 kB"
 
 echo "# 1. loss, reordering, duplication"
 fault set dta drop 1% reorder 1% depth 3 dup 0.1% seed 101
@@ -155,17 +138,7 @@ echo "# 3. bind/unbind cycles under traffic and 1% loss"
 fault set dta drop 1%
 bound=0
 for ((i = 0; i < rebinds; i++)); do
-	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 4000000000 > /tmp/rx.out 2>&1 &
-	rx=$!
-	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.05; done
-	grep -q listening /tmp/rx.out && bound=$((bound + 1))
-	ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 4000000000 > /dev/null 2>&1 &
-	tx=$!
-	sleep 0.3
-	kill -9 $rx
-	wait $rx 2>/dev/null
-	kill -9 $tx 2>/dev/null
-	wait $tx 2>/dev/null
+	devmem_rebind_cycle $q 5001 && bound=$((bound + 1))
 done
 fault off dta
 check "all $rebinds receivers bound ($bound)" test $bound = "$rebinds"
@@ -194,7 +167,7 @@ f0=$(ethtool_stat ns2 dtb rx${q}_alloc_fail)
 ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 20000000 -s 14 -b 1048576 --stall 20 \
 	--idle-timeout 60 > /tmp/rx.out 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.1; done
+wait_listen /tmp/rx.out
 ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 20000000 -s 14 > /dev/null &
 spid=$!
 sleep 6
@@ -276,7 +249,7 @@ for ((c = 0; c < modcycles; c++)); do
 	fault set dta drop 1%
 	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 4000000000 -b 4194304 > /tmp/rx.out 2>&1 &
 	rx=$!
-	for _ in $(seq 100); do grep -q listening /tmp/rx.out && break; sleep 0.05; done
+	wait_listen /tmp/rx.out
 	ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 4000000000 > /dev/null 2>&1 &
 	tx=$!
 	sleep 1
@@ -287,12 +260,7 @@ for ((c = 0; c < modcycles; c++)); do
 	kill -9 $rx $tx 2>/dev/null
 	wait $rx $tx 2>/dev/null
 	# The pools of the gone devices stay listed (under lo) until empty.
-	for _ in $(seq 60); do
-		softirq_each_cpu ns2
-		[[ "$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all)" == "pools 0 "* ]] &&
-			break
-		sleep 1
-	done
+	wait_buffers_back ns2 all "pools 0 detached 0" - 60
 	left=$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all)
 	ip netns del ns1
 	ip netns del ns2

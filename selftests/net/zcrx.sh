@@ -15,10 +15,10 @@ devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 rx="ip netns exec ns2 selftests/net/zcrx_rx -i dtb"
 stat() { ethtool_stat ns2 dtb "$1"; }
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-pools() { ip netns exec ns2 python3 selftests/net/genl.py page-pools "$ifindex" | awk '{ print $2 }'; }
+pools() { page_pools ns2 "$ifindex"; }
 
 pools0=$(pools)
-echo "before: $pools0 page pools"
+echo "before: $pools0"
 
 out=$(timeout 20 $rx -q $q -p 5000 -n 1 2>&1)
 check "zcrx registration with header split off is refused" test $? = 1
@@ -36,32 +36,29 @@ echo "$out"
 
 # stream PORT BYTES SEED [zcrx_rx options]: zcrx receiver, plain sender.
 stream() {
-	local port=$1 n=$2 seed=$3 pid rc
+	local port=$1 n=$2 seed=$3
 	shift 3
-	timeout 600 ip netns exec ns2 selftests/net/zcrx_rx -i dtb -q $q -p "$port" -n "$n" \
-		-s "$seed" "$@" > /tmp/zcrx.out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q listening /tmp/zcrx.out && break; sleep 0.1; done
-	timeout 600 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p "$port" \
-		-n "$n" -s "$seed" > /dev/null
-	wait $pid
-	rc=$?
-	cat /tmp/zcrx.out
-	return $rc
+	stream_to /tmp/zcrx.out "$port" "$n" "$seed" selftests/net/zcrx_rx -i dtb -q $q "$@"
 }
 
-# zero_copied: the bytes the last receiver got without a kernel copy.
-zero_copied() { sed -n 's/.* CQEs (\([0-9]*\) zero-copy.*/\1/p' /tmp/zcrx.out; }
+# area_stream AREA SEED [zcrx_rx options]: $bytes through a zcrx AREA
+# ("user-memory", "dma-buf" with -d), validated and mostly zero-copy.
+area_stream() {
+	local area=$1 seed=$2 zc
+	shift 2
+	check "$bytes bytes received by RECV_ZC into a $area area, all validated" \
+		stream 5001 "$bytes" "$seed" "$@"
+	check "... registered with a $area area" grep -q "$area area" /tmp/zcrx.out
+	check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
+	# The bytes the receiver got without a kernel copy.
+	zc=$(sed -n 's/.* CQEs (\([0-9]*\) zero-copy.*/\1/p' /tmp/zcrx.out)
+	echo "zero-copy bytes: ${zc:-none}"
+	check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9))
+}
 
 restarts0=$(stat rx${q}_restarts)
 qbytes0=$(stat rx${q}_bytes)
-check "$bytes bytes received by RECV_ZC into a user-memory area, all validated" \
-	stream 5001 "$bytes" 31
-check "... registered with a user-memory area" grep -q "user-memory area" /tmp/zcrx.out
-check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
-zc=$(zero_copied)
-echo "zero-copy bytes: ${zc:-none}"
-check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9))
+area_stream user-memory 31
 check "... and it went through queue $q" \
 	test $(( $(stat rx${q}_bytes) - qbytes0 )) -ge "$bytes"
 check "registering and unregistering restarted queue $q twice" \
@@ -70,7 +67,7 @@ check "registering and unregistering restarted queue $q twice" \
 # While registered: the queue has a memory provider and is refused to another.
 timeout 120 $rx -q $q -p 5002 -n 20000000 > /tmp/zcrx2.out 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q listening /tmp/zcrx2.out && break; sleep 0.1; done
+wait_listen /tmp/zcrx2.out
 out=$(timeout 20 $rx -q $q -p 5003 -n 1 -d 2>&1)
 check "registering zcrx on a queue that has one is refused (EEXIST)" \
 	grep -q "File exists" <<< "$out"
@@ -84,13 +81,7 @@ check "the first registration still receives intact" test $? = 0
 cat /tmp/zcrx2.out
 
 restarts0=$(stat rx${q}_restarts)
-check "$bytes bytes received by RECV_ZC into a dma-buf area, all validated" \
-	stream 5001 "$bytes" 32 -d
-check "... registered with a dma-buf area" grep -q "dma-buf area" /tmp/zcrx.out
-check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
-zc=$(zero_copied)
-echo "zero-copy bytes: ${zc:-none}"
-check "... most of it zero-copy (>= 90%)" test "${zc:-0}" -ge $((bytes / 10 * 9))
+area_stream dma-buf 32 -d
 check "registering and unregistering restarted queue $q twice" \
 	test "$(stat rx${q}_restarts)" = $((restarts0 + 2))
 
@@ -114,12 +105,8 @@ check "... 0 mismatched" grep -q ", 0 mismatched" /tmp/zcrx.out
 echo "queue $q alloc_fail during the 1 MiB runs: $(( $(stat rx${q}_alloc_fail) - fails0 ))"
 
 # Unregistered: no page pool left behind, plain TCP on queue 3 again.
-for _ in $(seq 30); do
-	softirq_each_cpu ns2
-	[ "$(pools)" = "$pools0" ] && break
-	sleep 1
-done
-echo "after: $(pools) page pools"
+wait_buffers_back ns2 "$ifindex" "$pools0" -
+echo "after: $(pools)"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 qbytes0=$(stat rx${q}_bytes)
 check "after the receivers exit, queue $q receives plain TCP into host memory" \

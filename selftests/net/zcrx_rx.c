@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <liburing.h>
 #include <linux/dma-buf.h>
-#include <net/if.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,9 +403,7 @@ int main(int argc, char **argv)
 	double t0, secs;
 
 	parse_options(argc, argv, &o);
-	ifindex = if_nametoindex(o.ifname);
-	if (!ifindex)
-		die(o.ifname);
+	ifindex = ifindex_of(o.ifname);
 	ring_init(&z);
 	zcrx_register(&z, &o, ifindex);
 

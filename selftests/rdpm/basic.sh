@@ -15,15 +15,9 @@ before=$(snapshot)
 check "rdpmd starts" start_rdpmd
 check "... header split is on" grep -q "TCP data split:.*on" <<< "$(b ethtool -g dtb)"
 check "... ntuple is on" grep -q "ntuple-filters: on" <<< "$(b ethtool -k dtb)"
-indir() {
-	local c=()
-	[ "$1" != 0 ] && c=(context "$1")
-	b ethtool -x dtb "${c[@]}" | awk '/^RSS hash key/ { exit }
-		/^ *[0-9]+:/ { for (i = 2; i <= NF; i++) print $i }' | sort -un | tr '\n' ' '
-}
-check "... the main RSS table spreads over queues 0-3" test "$(indir 0)" = "0 1 2 3 "
+check "... the main RSS table spreads over queues 0-3" test "$(rss_queues ns2 dtb)" = "0 1 2 3"
 ctx=$(sed -n 's/.*RSS context \([0-9]*\).*/\1/p' $RDPM_LOG | head -1)
-check "... an RSS context ($ctx) spans reserved queues 4-7" test "$(indir "$ctx")" = "4 5 6 7 "
+check "... an RSS context ($ctx) spans reserved queues 4-7" test "$(rss_queues ns2 dtb context "$ctx")" = "4 5 6 7"
 check "... and logs with syslog priority prefixes" grep -q "^<6>dtb: queues 4-7 reserved" $RDPM_LOG
 
 # Two clients, root and uid 1000, separate dma-bufs on one NIC.

@@ -74,6 +74,18 @@ static struct rdpm_client *setup(const char *ifname, struct devmem_mem **mem,
 	return c;
 }
 
+/* Steers tcp4 @port to @b, or exits; returns the queue, sets *fid. */
+static unsigned int steer(struct rdpm_client *c, const struct rdpm_buffer *b,
+			  unsigned int port, uint32_t *fid)
+{
+	struct devmem_flow flow = tcp4(port);
+	unsigned int queue;
+
+	if (rdpm_steer(c, b->handle, &flow, &queue, fid))
+		die("steer");
+	return queue;
+}
+
 static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64_t seed, int v6)
 {
 	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
@@ -147,15 +159,12 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 static int do_hold(const char *ifname, unsigned int port) __attribute__((noreturn));
 static int do_hold(const char *ifname, unsigned int port)
 {
-	struct devmem_flow flow = tcp4(port);
 	struct devmem_mem *mem;
 	struct rdpm_buffer b;
 	struct rdpm_client *c = setup(ifname, &mem, &b, BUF_SIZE);
-	unsigned int queue;
 	uint32_t fid;
+	unsigned int queue = steer(c, &b, port, &fid);
 
-	if (rdpm_steer(c, b.handle, &flow, &queue, &fid))
-		die("steer");
 	printf("ready handle %u flow %u queue %u dmabuf %u\n", b.handle, fid, queue, b.dmabuf_id);
 	fflush(stdout);
 	for (;;) {
@@ -225,16 +234,12 @@ static int do_register(const char *ifname)
 
 static int do_lowport(const char *ifname, unsigned int port)
 {
-	struct devmem_flow flow = tcp4(port);
 	struct devmem_mem *mem;
 	struct rdpm_buffer b;
 	struct rdpm_client *c = setup(ifname, &mem, &b, 4u << 20);
-	unsigned int q;
 	uint32_t fid;
 
-	if (rdpm_steer(c, b.handle, &flow, &q, &fid))
-		die("steer");
-	printf("steered port %u to queue %u\n", port, q);
+	printf("steered port %u to queue %u\n", port, steer(c, &b, port, &fid));
 	return 0;
 }
 
@@ -243,15 +248,12 @@ static int do_cycles(const char *ifname, unsigned int n)
 	struct devmem_mem *mem;
 	struct rdpm_buffer b;
 	struct rdpm_client *c = setup(ifname, &mem, &b, 4u << 20);
-	unsigned int q, used[RDPM_QUEUES_MAX] = { 0 };
+	unsigned int used[RDPM_QUEUES_MAX] = { 0 };
 
 	for (unsigned int i = 0; i < n; i++) {
-		struct devmem_flow flow = tcp4(20000 + i % 1000);
 		uint32_t fid;
 
-		if (rdpm_steer(c, b.handle, &flow, &q, &fid))
-			die("steer");
-		used[q % RDPM_QUEUES_MAX]++;
+		used[steer(c, &b, 20000 + i % 1000, &fid) % RDPM_QUEUES_MAX]++;
 		if (rdpm_unsteer(c, fid))
 			die("unsteer");
 	}
