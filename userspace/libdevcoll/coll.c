@@ -420,18 +420,33 @@ static int do_allgatherv(devcoll_comm *c, const struct op *o, int kind, const si
 	return ret;
 }
 
+/*
+ * The counts and displacements of a collective with @count elements per
+ * rank, for its v-variant: counts in [0, n), displacements in [n, 2n).
+ */
+static size_t *uniform_counts(int n, size_t count)
+{
+	size_t *v = calloc((size_t)(2 * n), sizeof(size_t));
+
+	if (!v) {
+		dc_fail(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		v[i] = count;
+		v[n + i] = (size_t)i * count;
+	}
+	return v;
+}
+
 static int do_allgather(devcoll_comm *c, const struct op *o)
 {
 	int n = c->size;
-	size_t *v = calloc((size_t)(2 * n), sizeof(size_t));
+	size_t *v = uniform_counts(n, o->count);
 	int ret;
 
 	if (!v)
-		return dc_fail(-ENOMEM, "out of memory");
-	for (int i = 0; i < n; i++) {
-		v[i] = o->count;
-		v[n + i] = (size_t)i * o->count;
-	}
+		return -ENOMEM;
 	ret = do_allgatherv(c, o, K_ALLGATHER, v, v + n);
 	free(v);
 	return ret;
@@ -488,15 +503,11 @@ static int do_alltoallv(devcoll_comm *c, const struct op *o, int kind, const siz
 static int do_alltoall(devcoll_comm *c, const struct op *o)
 {
 	int n = c->size;
-	size_t *v = calloc((size_t)(2 * n), sizeof(size_t));
+	size_t *v = uniform_counts(n, o->count);
 	int ret;
 
 	if (!v)
-		return dc_fail(-ENOMEM, "out of memory");
-	for (int i = 0; i < n; i++) {
-		v[i] = o->count;
-		v[n + i] = (size_t)i * o->count;
-	}
+		return -ENOMEM;
 	ret = do_alltoallv(c, o, K_ALLTOALL, v, v + n, v, v + n);
 	free(v);
 	return ret;
