@@ -184,6 +184,14 @@ for r in 0 1; do
 		grep -q "rank $r: DEVCOLL_DEVMEM_RDPM=on, but no rdpmd listens at /tmp/rdpm/ns$((r + 1)).sock" \
 		/tmp/coll.nodaemon.$r.err
 done
+# uid 1000 with the default (auto) and no daemon: the direct path, refused
+run unprivileged 7600 devmem
+rc=$?
+check "uid 1000, DEVCOLL_DEVMEM_RDPM=auto, no rdpmd: the run fails" test $rc != 0
+for r in 0 1; do
+	check "... rank $r says rdpmd is needed" grep -q "without CAP_NET_ADMIN the devmem path needs rdpmd" \
+		/tmp/coll.unprivileged.$r.err
+done
 chmod "$UDMABUF_MODE" /dev/udmabuf
 ip netns del ns1
 ip netns del ns2

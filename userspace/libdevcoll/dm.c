@@ -151,6 +151,17 @@ static int rdpm_open(struct rdpm_client **out)
 	return 0;
 }
 
+/* An error of the direct path; refused privilege is the usual case of a
+ * job that expected rdpmd, so say so. */
+static int direct_fail(int ret)
+{
+	if (ret == -EPERM || ret == -EACCES)
+		return dc_fail(ret, "devmem: %s (without CAP_NET_ADMIN the devmem path needs rdpmd, "
+			       "and none listens at $RDPM_SOCKET or /run/rdpm/rdpm.sock)",
+			       devmem_last_error());
+	return dc_fail(ret, "devmem: %s", devmem_last_error());
+}
+
 static int core_new(struct dm_core **out, int rank, bool debug)
 {
 	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
@@ -188,19 +199,19 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 		q = (unsigned int)dc_env_long("DEVCOLL_DEVMEM_QUEUE", -1);
 		ret = devmem_nic_open(&k->nic, ifname);
 		if (ret)
-			return dc_fail(ret, "devmem: %s", devmem_last_error());
+			return direct_fail(ret);
 		if (q == (unsigned int)-1) {
 			struct devmem_nic_state st;
 
 			ret = devmem_nic_state(k->nic, &st);
 			if (ret)
-				return dc_fail(ret, "devmem: %s", devmem_last_error());
+				return direct_fail(ret);
 			q = st.rx_queues - 1;
 		}
 		k->queue = q;
 		ret = devmem_bind_rx(&k->binding, k->nic, k->mem, &q, 1);
 		if (ret)
-			return dc_fail(ret, "devmem: %s", devmem_last_error());
+			return direct_fail(ret);
 		if (debug)
 			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf bound to queue %u of "
 				"%s directly\n", rank, q, ifname);
