@@ -3,54 +3,196 @@
 # libdevcoll over a devtcp pair, one rank per namespace: the collectives of
 # coll_check over the plain receive path, then over the devmem receive path
 # (every connection steered to queue 6, a udmabuf bound there, reductions
-# reading the fragments in place). Both runs must be right and the devmem
-# run must give the same results as the plain one, with its payload through
-# the dma-buf; a dup'ed communicator shares the binding.
+# reading the fragments in place), set up by the ranks themselves (root, no
+# rdpmd: DEVCOLL_DEVMEM_RDPM=auto takes the direct path), then through
+# rdpmd (one daemon per namespace, both ranks uid 1000,
+# DEVCOLL_DEVMEM_RDPM=on). Every run must be right and the devmem runs must
+# give the same results as the plain one, with their payload through the
+# dma-buf; a dup'ed communicator shares the binding; nothing is left on the
+# NICs afterwards. An unauthorised rank and a missing daemon fail every
+# rank, saying why.
 . "$(dirname "$0")/../lib.sh"
 
 prog=/devtcp/selftests/coll/coll_check
 devmem=/devtcp/userspace/tools/devmem
+rdpmd=/devtcp/rdpm/rdpmd
 [ -x $prog ] || fail "$prog is not built (make -C selftests/coll)"
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 ip netns exec ns1 $devmem nic setup dta --reserve 2 > /dev/null || fail "nic setup dta"
 ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic setup dtb"
 
-# run MODE PORT: both ranks; outputs in /tmp/coll.MODE.{0,1}{,.err}
+# Command prefixes of rank 0 and rank 1 (setpriv for the unprivileged runs).
+AS0=()
+AS1=()
+USER1000=(setpriv --reuid 1000 --regid 1000 --clear-groups)
+
+# run NAME PORT RX [VAR=VALUE...]: both ranks; outputs in
+# /tmp/coll.NAME.{0,1}{,.err}. Each rank's RDPM_SOCKET is its namespace's
+# daemon's (none runs during the first runs).
 run() {
-	local mode=$1 port=$2 pid rc=0
-	ip netns exec ns2 env DEVCOLL_RANK=1 DEVCOLL_SIZE=2 DEVCOLL_ADDR=10.99.0.1:$port \
-		DEVCOLL_RX=$mode DEVCOLL_DEVMEM_IFACE=dtb DEVCOLL_DEVMEM_QUEUE=6 DEVCOLL_DEBUG=1 \
-		DEVCOLL_TIMEOUT_MS=60000 timeout 600 $prog > /tmp/coll.$mode.1 2> /tmp/coll.$mode.1.err &
+	local name=$1 port=$2 rx=$3 pid rc=0
+	shift 3
+	ip netns exec ns2 "${AS1[@]}" env DEVCOLL_RANK=1 DEVCOLL_SIZE=2 DEVCOLL_ADDR=10.99.0.1:$port \
+		DEVCOLL_RX=$rx DEVCOLL_DEVMEM_IFACE=dtb DEVCOLL_DEVMEM_QUEUE=6 DEVCOLL_DEBUG=1 \
+		DEVCOLL_TIMEOUT_MS=60000 RDPM_SOCKET=/tmp/rdpm/ns2.sock "$@" \
+		timeout 600 $prog > /tmp/coll.$name.1 2> /tmp/coll.$name.1.err &
 	pid=$!
-	ip netns exec ns1 env DEVCOLL_RANK=0 DEVCOLL_SIZE=2 DEVCOLL_ADDR=10.99.0.1:$port \
-		DEVCOLL_RX=$mode DEVCOLL_DEVMEM_IFACE=dta DEVCOLL_DEVMEM_QUEUE=6 DEVCOLL_DEBUG=1 \
-		DEVCOLL_TIMEOUT_MS=60000 timeout 600 $prog > /tmp/coll.$mode.0 2> /tmp/coll.$mode.0.err || rc=1
+	ip netns exec ns1 "${AS0[@]}" env DEVCOLL_RANK=0 DEVCOLL_SIZE=2 DEVCOLL_ADDR=10.99.0.1:$port \
+		DEVCOLL_RX=$rx DEVCOLL_DEVMEM_IFACE=dta DEVCOLL_DEVMEM_QUEUE=6 DEVCOLL_DEBUG=1 \
+		DEVCOLL_TIMEOUT_MS=60000 RDPM_SOCKET=/tmp/rdpm/ns1.sock "$@" \
+		timeout 600 $prog > /tmp/coll.$name.0 2> /tmp/coll.$name.0.err || rc=1
 	wait $pid || rc=1
-	tail -n 1 /tmp/coll.$mode.0 /tmp/coll.$mode.1
-	cat /tmp/coll.$mode.0.err /tmp/coll.$mode.1.err
+	tail -n 1 /tmp/coll.$name.0 /tmp/coll.$name.1
+	cat /tmp/coll.$name.0.err /tmp/coll.$name.1.err
 	return $rc
 }
 
+# same_and_dmabuf NAME: both ranks' results identical to the plain run's,
+# the payload through the dma-buf on two communicators (the world, its dup).
+same_and_dmabuf() {
+	local name=$1 r bytes comms
+	for r in 0 1; do
+		check "$name rank $r: results identical to the plain ones ($(grep -c . /tmp/coll.plain.$r) lines)" \
+			cmp /tmp/coll.plain.$r /tmp/coll.$name.$r
+		bytes=$(sed -n 's/.*devmem: \([0-9]*\) bytes via the dma-buf.*/\1/p' /tmp/coll.$name.$r.err |
+			awk '{ s += $1 } END { print s + 0 }')
+		comms=$(grep -c "bytes via the dma-buf" /tmp/coll.$name.$r.err)
+		check "$name rank $r: the payload came through the dma-buf ($bytes bytes, $comms communicators)" \
+			test "$bytes" -gt 10000000 -a "$comms" = 2
+	done
+}
+
+# nothing_left NS DEV: no flow rule, no dma-buf bound to a queue
+nothing_left() {
+	local ifindex
+	ifindex=$(ip netns exec "$1" cat /sys/class/net/"$2"/ifindex)
+	ip netns exec "$1" ethtool -n "$2" | grep -qi 'Filter:' && return 1
+	[ "$(ip netns exec "$1" python3 /devtcp/selftests/net/genl.py dmabufs "$ifindex" |
+		awk '$4 != 0' | wc -l)" = 0 ]
+}
+
+# within_1s CMD...: CMD succeeds within one second (polled).
+within_1s() {
+	local t0
+	t0=$(date +%s%N)
+	while :; do
+		"$@" && return 0
+		[ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1000 ] && { "$@"; return; }
+		sleep 0.05
+	done
+}
+
 t0=$(date +%s)
-check "plain receive path: every collective right on both ranks" run plain 7100
+check "plain receive path: every collective right on both ranks" run plain 7100 plain
 echo "plain run: $(($(date +%s) - t0)) s"
 t0=$(date +%s)
-check "devmem receive path: every collective right on both ranks" run devmem 7200
+check "devmem receive path (direct): every collective right on both ranks" run devmem 7200 devmem
 echo "devmem run: $(($(date +%s) - t0)) s"
+same_and_dmabuf devmem
 for r in 0 1; do
-	check "rank $r: devmem results identical to the plain ones ($(grep -c . /tmp/coll.plain.$r) lines)" \
-		cmp /tmp/coll.plain.$r /tmp/coll.devmem.$r
-	# one line per communicator (the world and its dup)
-	bytes=$(sed -n 's/.*devmem: \([0-9]*\) bytes via the dma-buf.*/\1/p' /tmp/coll.devmem.$r.err |
-		awk '{ s += $1 } END { print s + 0 }')
-	comms=$(grep -c "bytes via the dma-buf" /tmp/coll.devmem.$r.err)
-	check "rank $r: the payload came through the dma-buf ($bytes bytes, $comms communicators)" \
-		test "$bytes" -gt 10000000 -a "$comms" = 2
+	check "devmem rank $r: no rdpmd, so DEVCOLL_DEVMEM_RDPM=auto bound queue 6 directly" \
+		grep -q "bound to queue 6 of dt. directly" /tmp/coll.devmem.$r.err
 done
 # the rules and bindings are gone with the communicator
-check "no flow rule is left on dtb" test -z "$(ip netns exec ns2 ethtool -n dtb | grep -i 'Filter:')"
+check "no flow rule or binding is left on dta" within_1s nothing_left ns1 dta
+check "no flow rule or binding is left on dtb" within_1s nothing_left ns2 dtb
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
+
+# rdpmd in each namespace, on its own socket, state directory and log; it
+# reserves queues 6-7 of its NIC itself (the devmem tool's set-up is gone).
+mkdir -p /tmp/rdpm
+declare -A RDPMD_PID
+start_rdpmd() {
+	local ns=$1 dev=$2
+	cat > /tmp/rdpm/$ns.conf <<CONF
+[global]
+socket = /tmp/rdpm/$ns.sock
+state_dir = /tmp/rdpm/state.$ns
+
+[nic $dev]
+reserve = 2
+users = 1000
+max_rules = 16
+max_bytes = 256M
+CONF
+	: > /tmp/rdpm/$ns.log
+	ip netns exec $ns $rdpmd -c /tmp/rdpm/$ns.conf 2>> /tmp/rdpm/$ns.log &
+	RDPMD_PID[$ns]=$!
+	for _ in $(seq 100); do
+		[ -S /tmp/rdpm/$ns.sock ] && grep -q "<6>ready" /tmp/rdpm/$ns.log && return 0
+		kill -0 "${RDPMD_PID[$ns]}" 2> /dev/null || break
+		sleep 0.1
+	done
+	cat /tmp/rdpm/$ns.log
+	return 1
+}
+stop_rdpmd() {
+	kill -TERM "${RDPMD_PID[$1]}" && wait "${RDPMD_PID[$1]}"
+}
+UDMABUF_MODE=$(stat -c %a /dev/udmabuf)
+chmod 666 /dev/udmabuf	# the unprivileged ranks make their own udmabufs
+check "rdpmd starts in ns1 (dta)" start_rdpmd ns1 dta
+check "rdpmd starts in ns2 (dtb)" start_rdpmd ns2 dtb
+
+AS0=("${USER1000[@]}")
+AS1=("${USER1000[@]}")
+t0=$(date +%s)
+check "devmem receive path through rdpmd, both ranks uid 1000: every collective right" \
+	run rdpm 7300 devmem DEVCOLL_DEVMEM_RDPM=on
+echo "rdpm run: $(($(date +%s) - t0)) s"
+same_and_dmabuf rdpm
+for r in 0 1; do
+	check "rdpm rank $r: rdpmd bound its dma-buf (to queues 6-7)" \
+		grep -q "rdpmd bound the dma-buf to 2 queue(s) of dt. from 6" /tmp/coll.rdpm.$r.err
+done
+for ns in ns1 ns2; do
+	check "$ns: rdpmd's log shows the uid 1000 clients: connected, bound, disconnected" \
+		bash -c "grep -q 'uid 1000 gid 1000 connected' /tmp/rdpm/$ns.log &&
+			grep -q 'pid [0-9]* uid 1000 bound [0-9]* bytes' /tmp/rdpm/$ns.log &&
+			grep -q 'uid 1000 disconnected' /tmp/rdpm/$ns.log"
+	check "$ns: one binding for the world and its dup (shared)" \
+		test "$(grep -c 'uid 1000 bound' /tmp/rdpm/$ns.log)" = 1
+done
+check "no flow rule or binding is left on dta within 1 s" within_1s nothing_left ns1 dta
+check "no flow rule or binding is left on dtb within 1 s" within_1s nothing_left ns2 dtb
+
+# rank 1 as uid 1001, which ns2's rdpmd refuses: both ranks fail with its reason
+AS1=(setpriv --reuid 1001 --regid 1001 --clear-groups)
+run refused 7400 devmem DEVCOLL_DEVMEM_RDPM=on
+rc=$?
+check "rdpmd refuses rank 1 (uid 1001): the run fails" test $rc != 0
+for r in 0 1; do
+	check "... rank $r says so, with rdpmd's message" \
+		grep -q "rank 1: devmem: rdpmd: uid 1001 may not use dtb" /tmp/coll.refused.$r.err
+done
+check "... and nothing is left on dta" within_1s nothing_left ns1 dta
+check "... nor on dtb" within_1s nothing_left ns2 dtb
+AS1=("${USER1000[@]}")
+
+check "rdpmd in ns1 exits cleanly" stop_rdpmd ns1
+check "rdpmd in ns2 exits cleanly" stop_rdpmd ns2
+echo "--- rdpmd logs"
+cat /tmp/rdpm/ns1.log /tmp/rdpm/ns2.log
+
+# DEVCOLL_DEVMEM_RDPM=on with no daemon: every rank fails, saying so
+run nodaemon 7500 devmem DEVCOLL_DEVMEM_RDPM=on
+rc=$?
+check "DEVCOLL_DEVMEM_RDPM=on without rdpmd: the run fails" test $rc != 0
+for r in 0 1; do
+	check "... rank $r says no rdpmd listens" \
+		grep -q "rank $r: DEVCOLL_DEVMEM_RDPM=on, but no rdpmd listens at /tmp/rdpm/ns$((r + 1)).sock" \
+		/tmp/coll.nodaemon.$r.err
+done
+# uid 1000 with the default (auto) and no daemon: the direct path, refused
+run unprivileged 7600 devmem
+rc=$?
+check "uid 1000, DEVCOLL_DEVMEM_RDPM=auto, no rdpmd: the run fails" test $rc != 0
+for r in 0 1; do
+	check "... rank $r says rdpmd is needed" grep -q "without CAP_NET_ADMIN the devmem path needs rdpmd" \
+		/tmp/coll.unprivileged.$r.err
+done
+chmod "$UDMABUF_MODE" /dev/udmabuf
 ip netns del ns1
 ip netns del ns2
 finish

@@ -9,9 +9,15 @@
  * staging copy. Tokens go back to the kernel after every receive call, in
  * batches (libdevmem coalesces them).
  *
- * The NIC must be prepared (header split, RSS off the queue, ntuple on:
- * `devmem nic setup IFACE --reserve K`). Communicators split or dup'ed
- * from one share its binding (a queue takes one) and add their own rules.
+ * When rdpmd runs (DEVCOLL_DEVMEM_RDPM=auto, the default, or on), it binds
+ * the dma-buf to its reserved queues of the NIC and steers the connections,
+ * so an unprivileged job gets devmem receive. Otherwise (no daemon, or
+ * DEVCOLL_DEVMEM_RDPM=off) the rank does it itself through libdevmem, which
+ * needs CAP_NET_ADMIN and a prepared NIC (header split, RSS off the queue,
+ * ntuple on: `devmem nic setup IFACE --reserve K`). Communicators split or
+ * dup'ed from one share its binding (a queue takes one) and add their own
+ * rules. A rank whose set-up failed tells the others (dm_agree), so every
+ * rank fails with its message.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,12 +35,14 @@
 /* The binding, shared by a communicator and those split or dup'ed from it
  * (a queue takes one binding): freed with its last user. */
 struct dm_core {
-	struct devmem_nic *nic;
+	struct rdpm_client *rdpm;	/* set: rdpmd binds and steers */
+	uint32_t handle;		/* rdpmd's for the buffer */
+	struct devmem_nic *nic;		/* the direct path's */
 	struct devmem_mem *mem;
 	struct devmem_binding *binding;
 	const char *map;
 	unsigned int queue;
-	pthread_mutex_t lock;	/* the nic handle's rules */
+	pthread_mutex_t lock;	/* the nic handle's rules, the rdpm client */
 	int refs;
 };
 
@@ -42,7 +50,7 @@ struct dm_state {
 	struct dm_core *core;
 	struct devmem_nic *nic;	/* the core's */
 	const char *map;	/* the core's */
-	uint32_t *rules;
+	uint32_t *rules;	/* rule ids, or rdpmd's flow ids */
 	unsigned int nrules;
 	struct devmem_frag frags[DM_MAXFRAGS];
 	char *linear;
@@ -87,6 +95,13 @@ static void core_put(struct dm_core *k)
 		return;
 	if (k->map)
 		devmem_cpu_end(k->mem, DEVMEM_CPU_READ);
+	if (k->rdpm) {
+		/* unregistered before closing so that nothing is left once
+		 * the communicator is gone, not once rdpmd gets to it */
+		if (k->handle)
+			rdpm_unregister(k->rdpm, k->handle);
+		rdpm_close(k->rdpm);
+	}
 	if (k->binding)
 		devmem_unbind(k->binding);
 	if (k->mem)
@@ -97,52 +112,136 @@ static void core_put(struct dm_core *k)
 	free(k);
 }
 
-static int core_new(struct dm_core **out)
+/*
+ * Connects to rdpmd per DEVCOLL_DEVMEM_RDPM: 1 with the client in *out, 0
+ * for the direct path (off, or auto with no daemon), negative on errors.
+ * rdpm_connect()'s in-process mode is not used: the direct path is the
+ * same set-up without the client's undo of the NIC preparation.
+ */
+static int rdpm_open(struct rdpm_client **out)
+{
+	const char *mode = getenv("DEVCOLL_DEVMEM_RDPM"), *path = getenv("RDPM_SOCKET");
+	bool on;
+	int ret;
+
+	if (path && !*path)
+		path = NULL;
+	if (!mode || !*mode || !strcmp(mode, "auto"))
+		on = false;
+	else if (!strcmp(mode, "on"))
+		on = true;
+	else if (!strcmp(mode, "off"))
+		return 0;
+	else
+		return dc_fail(-EINVAL, "DEVCOLL_DEVMEM_RDPM=%s: want auto, on or off", mode);
+	ret = rdpm_connect(out, path);
+	if (!ret && !rdpm_in_process(*out))
+		return 1;
+	if (!ret) {	/* no daemon, but CAP_NET_ADMIN */
+		rdpm_close(*out);
+		*out = NULL;
+		ret = -ECONNREFUSED;
+	} else if (ret != -ENOENT && ret != -ECONNREFUSED) {
+		/* a daemon is there but does not serve us */
+		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	}
+	if (on)
+		return dc_fail(ret, "DEVCOLL_DEVMEM_RDPM=on, but no rdpmd listens at %s",
+			       path ? path : "the default socket (/run/rdpm/rdpm.sock)");
+	return 0;
+}
+
+/* An error of the direct path; refused privilege is the usual case of a
+ * job that expected rdpmd, so say so. */
+static int direct_fail(int ret)
+{
+	if (ret == -EPERM || ret == -EACCES)
+		return dc_fail(ret, "devmem: %s (without CAP_NET_ADMIN the devmem path needs rdpmd, "
+			       "and none listens at $RDPM_SOCKET or /run/rdpm/rdpm.sock)",
+			       devmem_last_error());
+	return dc_fail(ret, "devmem: %s", devmem_last_error());
+}
+
+static int core_new(struct dm_core **out, int rank, bool debug)
 {
 	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
-	unsigned int q = (unsigned int)dc_env_long("DEVCOLL_DEVMEM_QUEUE", -1);
 	size_t size = (size_t)dc_env_long("DEVCOLL_DEVMEM_SIZE", 64 << 20);
+	struct rdpm_buffer rb;
 	struct dm_core *k;
+	unsigned int q;
 	int ret;
 
 	if (!ifname)
 		return dc_fail(-EINVAL, "DEVCOLL_RX=devmem needs DEVCOLL_DEVMEM_IFACE (the NIC to "
-			       "receive on) and DEVCOLL_DEVMEM_QUEUE (its queue for devmem)");
+			       "receive on)");
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return dc_fail(-ENOMEM, "out of memory");
 	pthread_mutex_init(&k->lock, NULL);
 	k->refs = 1;
 	*out = k;
-	ret = devmem_nic_open(&k->nic, ifname);
-	if (ret)
-		return dc_fail(ret, "devmem: %s", devmem_last_error());
-	if (q == (unsigned int)-1) {
-		struct devmem_nic_state st;
-
-		ret = devmem_nic_state(k->nic, &st);
-		if (ret)
-			return dc_fail(ret, "devmem: %s", devmem_last_error());
-		q = st.rx_queues - 1;
-	}
-	k->queue = q;
+	ret = rdpm_open(&k->rdpm);
+	if (ret < 0)
+		return ret;
 	ret = devmem_mem_udmabuf(&k->mem, size, 0);
 	if (ret)
 		return dc_fail(ret, "devmem: %s", devmem_last_error());
-	ret = devmem_bind_rx(&k->binding, k->nic, k->mem, &q, 1);
-	if (ret)
-		return dc_fail(ret, "devmem: %s", devmem_last_error());
+	if (k->rdpm) {
+		/* rdpmd picks the queues: DEVCOLL_DEVMEM_QUEUE is not used */
+		ret = rdpm_register_buffer(k->rdpm, ifname, k->mem, 0, &rb);
+		if (ret)
+			return dc_fail(ret, "devmem: %s", devmem_last_error());
+		k->handle = rb.handle;
+		if (debug)
+			fprintf(stderr, "devcoll rank %d: devmem: rdpmd bound the dma-buf to %u "
+				"queue(s) of %s from %u\n", rank, rb.nqueues, ifname, rb.queues[0]);
+	} else {
+		q = (unsigned int)dc_env_long("DEVCOLL_DEVMEM_QUEUE", -1);
+		ret = devmem_nic_open(&k->nic, ifname);
+		if (ret)
+			return direct_fail(ret);
+		if (q == (unsigned int)-1) {
+			struct devmem_nic_state st;
+
+			ret = devmem_nic_state(k->nic, &st);
+			if (ret)
+				return direct_fail(ret);
+			q = st.rx_queues - 1;
+		}
+		k->queue = q;
+		ret = devmem_bind_rx(&k->binding, k->nic, k->mem, &q, 1);
+		if (ret)
+			return direct_fail(ret);
+		if (debug)
+			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf bound to queue %u of "
+				"%s directly\n", rank, q, ifname);
+	}
 	k->map = devmem_cpu_begin(k->mem, DEVMEM_CPU_READ);
 	if (!k->map)
 		return dc_fail(-EIO, "devmem: %s", devmem_last_error());
 	return 0;
 }
 
-int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
+/* Steers one connection's flow to the core's queue(s). */
+static int steer(struct dm_core *k, const struct devmem_flow *f, uint32_t *id)
+{
+	struct devmem_flow_target t = { .queue = k->queue };
+	unsigned int q;
+	int ret;
+
+	pthread_mutex_lock(&k->lock);
+	if (k->rdpm)
+		ret = rdpm_steer(k->rdpm, k->handle, f, &q, id);
+	else
+		ret = devmem_nic_flow_add(k->nic, f, &t, id);
+	pthread_mutex_unlock(&k->lock);
+	return ret;
+}
+
+static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 {
 	struct dm_state *d;
 	int ret, nc = c->size * (int)c->nconns;
-	unsigned int q;
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -161,24 +260,20 @@ int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 		d->core->refs++;
 		pthread_mutex_unlock(&d->core->lock);
 	} else {
-		ret = core_new(&d->core);
+		ret = core_new(&d->core, c->rank, d->debug);
 		if (ret)
 			return ret;
 	}
 	d->nic = d->core->nic;
 	d->map = d->core->map;
-	q = d->core->queue;
 	for (int i = 0; i < nc; i++) {
 		struct conn *k = &c->conns[i];
 		struct devmem_flow f;
-		struct devmem_flow_target t = { .queue = q };
 
 		if (k->fd < 0)
 			continue;
 		flow_of(k->fd, &f);
-		pthread_mutex_lock(&d->core->lock);
-		ret = devmem_nic_flow_add(d->nic, &f, &t, &d->rules[d->nrules]);
-		pthread_mutex_unlock(&d->core->lock);
+		ret = steer(d->core, &f, &d->rules[d->nrules]);
 		if (ret)
 			return dc_fail(ret, "devmem: steering the connection from rank %d: %s", k->peer,
 				       devmem_last_error());
@@ -188,6 +283,44 @@ int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 			return dc_fail(ret, "devmem: %s", devmem_last_error());
 	}
 	return 0;
+}
+
+/*
+ * Every rank's set-up status, allgathered: a rank that failed (rdpmd said
+ * no, say) makes every rank fail with its message rather than leaving the
+ * others to fail at their first collective with a reset connection. The
+ * failed rank keeps what it set up until then, so the exchange reads each
+ * connection the way it is steered.
+ */
+struct dm_status {
+	int32_t err;
+	char msg[252];
+};
+
+static int dm_agree(devcoll_comm *c, int err)
+{
+	struct dm_status me = { err, "" }, *all;
+	int ret;
+
+	if (err)
+		snprintf(me.msg, sizeof(me.msg), "%s", devcoll_last_error());
+	all = calloc((size_t)c->size, sizeof(*all));
+	if (!all)
+		return err ? err : dc_fail(-ENOMEM, "out of memory");
+	ret = devcoll_allgather(c, &me, all, sizeof(me), DEVCOLL_UINT8);
+	for (int r = 0; !ret && !err && r < c->size; r++)
+		if (all[r].err)
+			ret = dc_fail(all[r].err < 0 ? all[r].err : -EIO, "rank %d: %.*s", r,
+				      (int)sizeof(all[r].msg), all[r].msg);
+	free(all);
+	if (err)	/* its own message, not the exchange's */
+		return dc_fail(err, "rank %d: %s", c->rank, me.msg);
+	return ret;
+}
+
+int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
+{
+	return dm_agree(c, dm_setup(c, parent));
 }
 
 void dc_dm_free(devcoll_comm *c)
@@ -207,7 +340,10 @@ void dc_dm_free(devcoll_comm *c)
 	if (d->core) {
 		pthread_mutex_lock(&d->core->lock);
 		for (unsigned int i = 0; i < d->nrules; i++)
-			devmem_nic_flow_del(d->nic, d->rules[i]);
+			if (d->core->rdpm)
+				rdpm_unsteer(d->core->rdpm, d->rules[i]);
+			else
+				devmem_nic_flow_del(d->nic, d->rules[i]);
 		pthread_mutex_unlock(&d->core->lock);
 		core_put(d->core);
 	}
