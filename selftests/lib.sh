@@ -64,6 +64,18 @@ devtcp_pair() {
 	ip -n "$nsb" link set "$b" up
 }
 
+# within_1s CMD...: CMD succeeds within one second (polled). CMD is run
+# anew each time: pass a command or function, not an expanded $(...) value.
+within_1s() {
+	local t0
+	t0=$(date +%s%N)
+	while :; do
+		"$@" && return 0
+		[ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1000 ] && { "$@"; return; }
+		sleep 0.05
+	done
+}
+
 # ethtool_stat NS DEV NAME: one counter of ethtool -S.
 ethtool_stat() {
 	ip netns exec "$1" ethtool -S "$2" | awk -v n="$3:" '$1 == n { print $2 }'

@@ -71,17 +71,6 @@ nothing_left() {
 		awk '$4 != 0' | wc -l)" = 0 ]
 }
 
-# within_1s CMD...: CMD succeeds within one second (polled).
-within_1s() {
-	local t0
-	t0=$(date +%s%N)
-	while :; do
-		"$@" && return 0
-		[ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1000 ] && { "$@"; return; }
-		sleep 0.05
-	done
-}
-
 t0=$(date +%s)
 check "plain receive path: every collective right on both ranks" run plain 7100 plain
 echo "plain run: $(($(date +%s) - t0)) s"

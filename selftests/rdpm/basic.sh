@@ -43,8 +43,8 @@ cat /tmp/c1.out /tmp/c1.err /tmp/c2.out /tmp/c2.err
 check "client 1 (root) received its stream into its own dma-buf, validated" test $r1 = 0
 check "client 2 (uid 1000) received its stream into its own dma-buf, validated" test $r2 = 0
 check "... neither saw the other's data" grep -q "0 mismatched, 0 in another" /tmp/c2.out
-check "both clients gone: no rule left" within_1s test "$(rules)" = 0
-check "... no binding left" within_1s test "$(bound_queues)" = 0
+check "both clients gone: no rule left" within_1s no_rules
+check "... no binding left" within_1s no_bindings
 
 # An IPv6 flow: a tcp6 rule to fd99::2, the stream from fd99::1 received the same way.
 timeout 120 "${U1000[@]}" $CLIENT recv6 dtb 5003 $bytes 23 > /tmp/c3.out 2> /tmp/c3.err &
@@ -61,7 +61,7 @@ cat /tmp/c3.out
 check "the IPv6 stream arrived in the client's dma-buf, validated" test $r3 = 0
 check "... with no payload on the linear path" grep -q "(0 linear), 0 mismatched" /tmp/c3.out
 check "... and its rule and binding are gone with the client" \
-	within_1s test "$(rules)" = 0 -a "$(bound_queues)" = 0
+	within_1s nothing_bound
 
 # A client holding a buffer and a flow; ownership checks from another.
 "${U1000[@]}" $CLIENT hold dtb 5100 > /tmp/hold.out 2>&1 &
@@ -89,8 +89,8 @@ echo "$out"
 check "the holder's rule is still there" test "$(rules)" = 1
 kill -KILL $ph
 wait $ph 2> /dev/null
-check "SIGKILLed client: its rule is gone within 1 s" within_1s test "$(rules)" = 0
-check "... and its binding" within_1s test "$(bound_queues)" = 0
+check "SIGKILLed client: its rule is gone within 1 s" within_1s no_rules
+check "... and its binding" within_1s no_bindings
 
 out=$(as_user 1001 $CLIENT register dtb 2>&1)
 check "an unauthorised uid (1001) is refused" test $? = 1
@@ -107,14 +107,14 @@ echo "$out"
 out=$(as_user 1000 $CLIENT cycles dtb 1000 2>&1)
 check "1000 steer/unsteer cycles" test $? = 0
 echo "$out"
-check "... leave no rule" within_1s test "$(rules)" = 0
-check "... and no binding" within_1s test "$(bound_queues)" = 0
+check "... leave no rule" within_1s no_rules
+check "... and no binding" within_1s no_bindings
 
 out=$(as_user 1000 $CLIENT quota dtb 2>&1)
 check "quotas: max_rules, max_bytes and a duplicate dma-buf refused clearly" test $? = 0
 echo "$out"
 check "... max_rules named" grep -q "quota: 16 flow rules on dtb" <<< "$out"
-check "... no rule left" within_1s test "$(rules)" = 0
+check "... no rule left" within_1s no_rules
 
 out=$(as_user 1000 $CLIENT malformed 2>&1)
 check "malformed, truncated, oversized, out-of-order messages get error replies" test $? = 0
@@ -130,14 +130,14 @@ check "drain needs an admin" test $? = 1
 echo "$out"
 check "rdpmctl drain dtb (root)" b $RDPMCTL -s $RDPM_SOCKET drain dtb
 check "... the client gets a DRAINED event" wait_for /tmp/hold.out "event 3 .* dtb"
-check "... its rule and binding are gone" within_1s test "$(rules)$(bound_queues)" = 00
+check "... its rule and binding are gone" within_1s nothing_bound
 kill $ph; wait $ph 2> /dev/null
 "${U1000[@]}" $CLIENT hold dtb 5300 > /tmp/hold.out 2>&1 &
 ph=$!
 wait_for /tmp/hold.out ready
 b ip link set dtb down
 check "link down: the client gets a LINK_DOWN event" wait_for /tmp/hold.out "event 1 .* dtb"
-check "... its rule and binding are gone" within_1s test "$(rules)$(bound_queues)" = 00
+check "... its rule and binding are gone" within_1s nothing_bound
 out=$(as_user 1000 $CLIENT register dtb 2>&1)
 check "... registering on the down NIC is refused" grep -q "dtb is down" <<< "$out"
 b ip link set dtb up

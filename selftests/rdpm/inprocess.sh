@@ -22,7 +22,7 @@ wait $p1
 r1=$?
 cat /tmp/c1.out
 check "in-process: the stream arrived in the dma-buf, validated" test $r1 = 0
-check "... no rule or binding left" within_1s test "$(rules)$(bound_queues)" = 00
+check "... no rule or binding left" within_1s nothing_bound
 after=$(snapshot)
 check "... the NIC is as before" test "$before" = "$after"
 [ "$before" = "$after" ] || diff <(echo "$before") <(echo "$after")

@@ -64,15 +64,10 @@ wait_for() {
 	return 1
 }
 
-# within_1s CMD...: CMD succeeds within one second (polled).
-within_1s() {
-	local t0=$(date +%s%N)
-	while :; do
-		"$@" && return 0
-		[ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1000 ] && { "$@"; return; }
-		sleep 0.05
-	done
-}
+# no_rules, no_bindings, nothing_bound: dtb's state now (for within_1s).
+no_rules() { [ "$(rules)" = 0 ]; }
+no_bindings() { [ "$(bound_queues)" = 0 ]; }
+nothing_bound() { no_rules && no_bindings; }
 
 rdpm_setup() {
 	devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
