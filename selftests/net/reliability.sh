@@ -232,6 +232,9 @@ wait $rs
 check "... and $conc_restarts queue restarts meanwhile succeeded" test $? = 0
 check "all 8 streams arrived intact (receivers ok: $ok of 4)" \
 	test $ok = 4 -a "$(cat /tmp/rx[0-3].out | grep -c '0 mismatched')" = 8
+# On a failure, the counters that say where frames stopped.
+[ $ok = 4 ] || { ip netns exec ns2 ethtool -S dtb; ip netns exec ns1 ethtool -S dta; } |
+	grep -v ': 0$'
 fault off dta
 leak_check "no page pool or dma-buf left after the concurrent streams" wait_pools
 
