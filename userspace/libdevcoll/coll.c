@@ -197,31 +197,47 @@ static int chain_reduce(devcoll_comm *c, struct wire_hdr *t, const char *send, c
 	return dc_run(c, &x);
 }
 
-/* Recursive doubling; ranks beyond the largest power of two fold in first. */
+/*
+ * Ranks beyond the largest power of two p fold in first: each even rank
+ * below 2 * rem hands its vector to the odd rank after it and gets the
+ * result back at the end (step 63). Sets *p, *rem and *nr (the rank's place
+ * among the p). Returns 1 when this rank was folded out and is done, 0 to
+ * go on, or an error.
+ */
+static int fold_in(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t bytes,
+		   reduce_fn red, size_t es, int *p, int *rem, int *nr)
+{
+	int n = c->size, r = c->rank, ret;
+
+	for (*p = 1; *p * 2 <= n; *p *= 2)
+		;
+	*rem = n - *p;
+	*nr = r - *rem;
+	if (r >= 2 * *rem)
+		return 0;
+	if (!(r & 1)) {
+		ret = sendrecv(c, t, 0, r + 1, buf, bytes, -1, NULL, 0);
+		if (!ret)
+			ret = sendrecv(c, t, 63, -1, NULL, 0, r + 1, buf, bytes);
+		return ret ?: 1;
+	}
+	ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
+	if (!ret)
+		red(buf, tmp, bytes / es);
+	*nr = r / 2;
+	return ret;
+}
+
+/* Recursive doubling over the largest power of two, the others folded in. */
 static int rd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t bytes,
 			reduce_fn red, size_t es)
 {
-	int n = c->size, r = c->rank, p = 1, rem, nr, ret;
+	int r = c->rank, p, rem, nr, ret;
 	uint32_t step = 1;
 
-	while (p * 2 <= n)
-		p *= 2;
-	rem = n - p;
-	if (r < 2 * rem) {
-		if (!(r & 1)) {
-			ret = sendrecv(c, t, 0, r + 1, buf, bytes, -1, NULL, 0);
-			if (!ret)
-				ret = sendrecv(c, t, 63, -1, NULL, 0, r + 1, buf, bytes);
-			return ret;
-		}
-		ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
-		if (ret)
-			return ret;
-		red(buf, tmp, bytes / es);
-		nr = r / 2;
-	} else {
-		nr = r - rem;
-	}
+	ret = fold_in(c, t, buf, tmp, bytes, red, es, &p, &rem, &nr);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	for (int mask = 1; mask < p; mask <<= 1, step++) {
 		int np = nr ^ mask, peer = np < rem ? np * 2 + 1 : np + rem;
 
@@ -242,29 +258,12 @@ static int rd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tm
 static int hd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, size_t count,
 			size_t es, reduce_fn red)
 {
-	int n = c->size, r = c->rank, p = 1, rem, nr, ret, logp = 0;
+	int r = c->rank, p, rem, nr, ret;
 	size_t bytes = count * es, *off, *len;
 
-	while (p * 2 <= n) {
-		p *= 2;
-		logp++;
-	}
-	rem = n - p;
-	if (r < 2 * rem) {
-		if (!(r & 1)) {
-			ret = sendrecv(c, t, 0, r + 1, buf, bytes, -1, NULL, 0);
-			if (!ret)
-				ret = sendrecv(c, t, 63, -1, NULL, 0, r + 1, buf, bytes);
-			return ret;
-		}
-		ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
-		if (ret)
-			return ret;
-		red(buf, tmp, count);
-		nr = r / 2;
-	} else {
-		nr = r - rem;
-	}
+	ret = fold_in(c, t, buf, tmp, bytes, red, es, &p, &rem, &nr);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	off = calloc((size_t)(2 * p + 2), sizeof(size_t));
 	if (!off)
 		return dc_fail(-ENOMEM, "out of memory");
@@ -298,7 +297,6 @@ static int hd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tm
 		hi = hi > phi ? hi : phi;
 	}
 	free(off);
-	(void)logp;
 	if (!ret && r < 2 * rem)
 		ret = sendrecv(c, t, 63, r - 1, buf, bytes, -1, NULL, 0);
 	return ret;
