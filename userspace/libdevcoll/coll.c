@@ -115,7 +115,7 @@ static int tree_reduce(devcoll_comm *c, struct wire_hdr *t, char *acc, char *tmp
 			ret = sendrecv(c, t, 100 + lvl, -1, NULL, 0, MOD((vr | mask) + root, n), tmp, bytes);
 			if (ret)
 				return ret;
-			red(acc, tmp, bytes / es);
+			red(acc, acc, tmp, bytes / es);
 		}
 	}
 	return 0;
@@ -223,7 +223,7 @@ static int fold_in(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tmp, si
 	}
 	ret = sendrecv(c, t, 0, -1, NULL, 0, r - 1, tmp, bytes);
 	if (!ret)
-		red(buf, tmp, bytes / es);
+		red(buf, buf, tmp, bytes / es);
 	*nr = r / 2;
 	return ret;
 }
@@ -244,7 +244,7 @@ static int rd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tm
 		ret = sendrecv(c, t, step, peer, buf, bytes, peer, tmp, bytes);
 		if (ret)
 			return ret;
-		red(buf, tmp, bytes / es);
+		red(buf, buf, tmp, bytes / es);
 	}
 	if (r < 2 * rem)
 		return sendrecv(c, t, 63, r - 1, buf, bytes, -1, NULL, 0);
@@ -282,7 +282,7 @@ static int hd_allreduce(devcoll_comm *c, struct wire_hdr *t, char *buf, char *tm
 		ret = sendrecv(c, t, 1 + (uint32_t)i, peer, buf + off[slo], off[shi] - off[slo], peer,
 			       tmp, off[khi] - off[klo]);
 		if (!ret)
-			red(buf + off[klo], tmp, (off[khi] - off[klo]) / es);
+			red(buf + off[klo], buf + off[klo], tmp, (off[khi] - off[klo]) / es);
 		lo = klo;
 		hi = khi;
 	}

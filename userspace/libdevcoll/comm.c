@@ -39,14 +39,10 @@ long dc_env_long(const char *name, long dflt)
 
 /*
  * Small messages poll the sockets before sleeping: a wake-up from
- * epoll_wait costs tens of microseconds, more than the message. Only where
- * every rank can have a CPU of its own (world no larger than this host's
- * CPUs); an oversubscribed host would lose more to spinning than it saves.
+ * epoll_wait costs tens of microseconds, more than the message. The poll
+ * yields the CPU between rounds, so ranks sharing a CPU still take turns.
  */
-static int default_spin_us(int size)
-{
-	return size <= sysconf(_SC_NPROCESSORS_ONLN) ? 50 : 0;
-}
+#define DEFAULT_SPIN_US 50
 
 int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *like)
 {
@@ -66,8 +62,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 		c->algo = like->algo;
 		c->rooted = like->rooted;
 		c->small_max = like->small_max;
-		/* DEVCOLL_SPIN_US left unset (-1): chosen by the size. */
-		c->spin_us = like->spin_us >= 0 ? like->spin_us : default_spin_us(size);
+		c->spin_us = like->spin_us;
 	}
 	c->conns = calloc((size_t)size * c->nconns, sizeof(*c->conns));
 	c->p2p_sseq = calloc((size_t)size, sizeof(uint32_t));
@@ -469,7 +464,7 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)dc_env_long("DEVCOLL_TIMEOUT_MS", 60000);
 	c->chunk = o && o->chunk ? o->chunk : (size_t)dc_env_long("DEVCOLL_CHUNK", 256 << 10);
 	c->small_max = (size_t)dc_env_long("DEVCOLL_SMALL_MAX", 64 << 10);
-	c->spin_us = (int)dc_env_long("DEVCOLL_SPIN_US", -1);
+	c->spin_us = (int)dc_env_long("DEVCOLL_SPIN_US", DEFAULT_SPIN_US);
 	c->rxmode = o && o->rx ? o->rx : (rx && !strcmp(rx, "devmem") ? DEVCOLL_RX_DEVMEM : 0);
 	c->algo = DEVCOLL_ALGO_AUTO;
 	if (a && !strcmp(a, "ring"))

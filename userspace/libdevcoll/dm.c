@@ -372,7 +372,7 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, cons
 		pos += take;
 		if (*cl < es)
 			return;
-		red(dst + pos - es, d->carry[ci], 1);
+		red(dst + pos - es, dst + pos - es, d->carry[ci], 1);
 		*cl = 0;
 	}
 	size_t nel = len / es;
@@ -385,11 +385,11 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, cons
 				size_t m = nel - done < sizeof(bounce) / es ? nel - done : sizeof(bounce) / es;
 
 				memcpy(bounce, src + done * es, m * es);
-				red(dst + pos + done * es, bounce, m);
+				red(dst + pos + done * es, dst + pos + done * es, bounce, m);
 				done += m;
 			}
 		} else {
-			red(dst + pos, src, nel);
+			red(dst + pos, dst + pos, src, nel);
 		}
 	}
 	if (len % es) {

@@ -108,7 +108,8 @@ int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* reduce.c */
-typedef void (*reduce_fn)(void *dst, const void *src, size_t n);
+/* dst = a OP b for @n elements; @a may be @dst */
+typedef void (*reduce_fn)(void *dst, const void *a, const void *b, size_t n);
 reduce_fn dc_reduce_fn(enum devcoll_dtype t, enum devcoll_op op);
 void dc_avg_finish(void *buf, size_t n, enum devcoll_dtype t, int size);
 

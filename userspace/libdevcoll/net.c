@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,8 +402,10 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			k->rpay_len = h->len;
 			k->rpay_got = 0;
 			/* a reduction lands in the connection's cache-sized slot
-			 * and is reduced from there as soon as the chunk is in */
-			if (x->red && st->tmp && st->init && h->len)
+			 * and is reduced from there as soon as the chunk is in;
+			 * devmem reduces the fragments into the result in place,
+			 * which must hold this rank's data first */
+			if (k->drx && x->red && st->tmp && st->init && h->len)
 				memcpy(st->rptr + h->off, st->init + h->off, h->len);
 			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * c->chunk
 						    : st->rptr + h->off;
@@ -430,8 +433,12 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			if (k->rpay_got < k->rpay_len)
 				continue;
 		}
-		if (x->red && st->tmp && !direct_red)
-			x->red(st->rptr + k->rchunk * c->chunk, k->rdst, k->rpay_len / x->esize);
+		if (x->red && st->tmp && !direct_red) {
+			size_t off = k->rchunk * c->chunk;
+
+			x->red(st->rptr + off, (st->init ? st->init : st->rptr) + off, k->rdst,
+			       k->rpay_len / x->esize);
+		}
 		rs[k->rstep].done[k->rchunk] = 1;
 		rs[k->rstep].got++;
 		(*left)--;
@@ -565,8 +572,13 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 
 			if (!spin_until)
 				spin_until = t + c->spin_us;
-			if (t < spin_until)
+			if (t < spin_until) {
+				/* a peer rank woken onto this CPU (TCP wakes the
+				 * reader on the writer's CPU) runs now instead of
+				 * after the spin */
+				sched_yield();
 				continue;
+			}
 		}
 		struct epoll_event evs[16];
 		int64_t left = deadline - dc_now_ms();

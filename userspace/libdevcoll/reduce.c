@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Element-wise reductions for every type and operation: dst = dst OP src
- * (never overlapping: restrict, so the loops vectorise). */
+/* Element-wise reductions for every type and operation: dst = a OP b, where
+ * @a may be @dst (in place) and @b overlaps neither (restrict). Out of place
+ * saves the copy of @a into @dst: one pass over the memory instead of two. */
 #include <string.h>
 #include "internal.h"
 
@@ -91,14 +92,14 @@ static inline uint16_t f2b(float f)
 
 /* Integers: sum and product in the unsigned type (wrapping, no UB). */
 #define INT_FNS(name, T, U)								\
-static void name##_sum(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = (T)((U)a[i] + (U)b[i]); } \
-static void name##_prod(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = (T)((U)a[i] * (U)b[i]); } \
-static void name##_min(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MIN(a[i], b[i]); }	\
-static void name##_max(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MAX(a[i], b[i]); }
+static void name##_sum(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = (T)((U)p[i] + (U)b[i]); } \
+static void name##_prod(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = (T)((U)p[i] * (U)b[i]); } \
+static void name##_min(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = MIN(p[i], b[i]); }	\
+static void name##_max(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = MAX(p[i], b[i]); }
 
 INT_FNS(i8, int8_t, uint8_t)
 INT_FNS(i16, int16_t, uint16_t)
@@ -110,22 +111,22 @@ INT_FNS(u32, uint32_t, uint32_t)
 INT_FNS(u64, uint64_t, uint64_t)
 
 #define FLT_FNS(name, T)									\
-static void name##_sum(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = a[i] + b[i]; }	\
-static void name##_prod(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = a[i] * b[i]; }	\
-static void name##_min(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MIN(a[i], b[i]); }	\
-static void name##_max(void *d, const void *s, size_t n)				\
-{ T *__restrict a = d; const T *__restrict b = s; for (size_t i = 0; i < n; i++) a[i] = MAX(a[i], b[i]); }
+static void name##_sum(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = p[i] + b[i]; }	\
+static void name##_prod(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = p[i] * b[i]; }	\
+static void name##_min(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = MIN(p[i], b[i]); }	\
+static void name##_max(void *d, const void *x, const void *y, size_t n)		\
+{ T *a = d; const T *p = x; const T *__restrict b = y; for (size_t i = 0; i < n; i++) a[i] = MAX(p[i], b[i]); }
 
 FLT_FNS(f32, float)
 FLT_FNS(f64, double)
 
 #define HALF_FNS(name, TOF, FROMF, OPM)							\
-static void name(void *d, const void *s, size_t n)					\
-{ uint16_t *__restrict a = d; const uint16_t *__restrict b = s;						\
-  for (size_t i = 0; i < n; i++) { float x = TOF(a[i]), y = TOF(b[i]); a[i] = FROMF(OPM(x, y)); } }
+static void name(void *d, const void *x, const void *y, size_t n)			\
+{ uint16_t *a = d; const uint16_t *p = x; const uint16_t *__restrict b = y;			\
+  for (size_t i = 0; i < n; i++) { float u = TOF(p[i]), v = TOF(b[i]); a[i] = FROMF(OPM(u, v)); } }
 
 HALF_FNS(f16_sum, h2f, f2h, SUM)
 HALF_FNS(f16_prod, h2f, f2h, PROD)

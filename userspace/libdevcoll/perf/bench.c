@@ -119,19 +119,33 @@ static void usage(void)
 	fprintf(stderr,
 		"options: -b MINBYTES -e MAXBYTES -f FACTOR -o allreduce|allgather|reduce_scatter|"
 		"alltoall|broadcast|reduce|all\n"
-		"         -d float|double|int32 -w WARMUP -n ITERS -c 0|1 (check) -m (machine output)\n");
+		"         -d float|double|int32 -w WARMUP -n ITERS -t MS (time each size at least this\n"
+		"         long) -c 0|1 (check) -m (machine output)\n");
+}
+
+/* Seconds per call, the slowest rank's mean over @iters calls. */
+static double timed(struct backend *be, enum bcoll c, char *sb, char *rb, size_t count,
+		    enum btype t, int root, int iters, int *ret)
+{
+	double t0;
+
+	be->barrier();
+	t0 = now();
+	for (int it = 0; it < iters && !*ret; it++)
+		*ret = be->coll(c, sb, rb, count, t, root);
+	return be->max((now() - t0) / iters);
 }
 
 int bench_main(struct backend *be, int argc, char **argv)
 {
 	size_t minb = 8, maxb = 64u << 20;
 	double factor = 2;
-	int warm = 5, iters = 20, checkit = 1, machine = 0, opt, colls[B_NCOLL], ncolls = 0;
+	int warm = 5, iters = 20, min_ms = 0, checkit = 1, machine = 0, opt, colls[B_NCOLL], ncolls = 0;
 	enum btype t = BT_FLOAT;
 	int root = 0;
 
 	optind = 1;
-	while ((opt = getopt(argc, argv, "b:e:f:o:d:w:n:c:mh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:e:f:o:d:w:n:t:c:mh")) != -1) {
 		switch (opt) {
 		case 'b': minb = parse_size(optarg); break;
 		case 'e': maxb = parse_size(optarg); break;
@@ -153,6 +167,7 @@ int bench_main(struct backend *be, int argc, char **argv)
 			break;
 		case 'w': warm = atoi(optarg); break;
 		case 'n': iters = atoi(optarg); break;
+		case 't': min_ms = atoi(optarg); break;
 		case 'c': checkit = atoi(optarg); break;
 		case 'm': machine = 1; break;
 		default: usage(); return 2;
@@ -215,12 +230,16 @@ int bench_main(struct backend *be, int argc, char **argv)
 					unsupported = true;
 					break;
 				}
-				be->barrier();
-				double t0 = now();
+				tm[inplace] = timed(be, c, sb, rb, count, t, root, iters, &ret);
+				/* too short to trust (one preemption would show):
+				 * again with as many iterations as fill -t */
+				if (!ret && tm[inplace] * iters * 1e3 < min_ms) {
+					double want = min_ms / (tm[inplace] * 1e3 + 1e-6);
+					int more = want > 100000 ? 100000 : (int)want;
 
-				for (int it = 0; it < iters && !ret; it++)
-					ret = be->coll(c, sb, rb, count, t, root);
-				tm[inplace] = be->max((now() - t0) / iters);
+					if (more > iters)
+						tm[inplace] = timed(be, c, sb, rb, count, t, root, more, &ret);
+				}
 				/* the checked run */
 				if (checkit && !ret) {
 					for (size_t i = 0; i < in_elems; i++)
