@@ -6,9 +6,10 @@
 # reading the fragments in place), set up by the ranks themselves (root, no
 # rdpmd: DEVCOLL_DEVMEM_RDPM=auto takes the direct path), then through
 # rdpmd (one daemon per namespace, both ranks uid 1000,
-# DEVCOLL_DEVMEM_RDPM=on). Every run must be right and the devmem runs must
-# give the same results as the plain one, with their payload through the
-# dma-buf; a dup'ed communicator shares the binding; nothing is left on the
+# DEVCOLL_DEVMEM_RDPM=on), and with 4 ranks, two per namespace on queues of
+# their own, whose connections within a namespace (loopback) stay plain.
+# Every run must be right and the devmem runs must give the same results as
+# the plain one, with their payload through the dma-buf; a dup'ed communicator shares the binding; nothing is left on the
 # NICs afterwards. An unauthorised rank and a missing daemon fail every
 # rank, saying why.
 . "$(dirname "$0")/../lib.sh"
@@ -85,6 +86,48 @@ done
 # the rules and bindings are gone with the communicator
 check "no flow rule or binding is left on dta" within_1s nothing_left ns1 dta
 check "no flow rule or binding is left on dtb" within_1s nothing_left ns2 dtb
+
+# run4 NAME PORT RX: 4 ranks, 0-1 in ns1 and 2-3 in ns2, each on a queue of
+# its own (6, 7); outputs in /tmp/coll.NAME.{0..3}{,.err}.
+run4() {
+	local name=$1 port=$2 rx=$3 r ns dev pids=() rc=0
+	for r in 3 2 1 0; do
+		ns=ns$((r / 2 + 1)) dev=dt$([ $r -lt 2 ] && echo a || echo b)
+		ip netns exec $ns env DEVCOLL_RANK=$r DEVCOLL_SIZE=4 DEVCOLL_ADDR=10.99.0.1:$port \
+			DEVCOLL_RX=$rx DEVCOLL_DEVMEM_IFACE=$dev DEVCOLL_DEVMEM_QUEUE=$((6 + r % 2)) \
+			DEVCOLL_DEVMEM_SIZE=32M DEVCOLL_DEBUG=1 DEVCOLL_TIMEOUT_MS=60000 \
+			timeout 900 $prog > /tmp/coll.$name.$r 2> /tmp/coll.$name.$r.err &
+		pids+=($!)
+	done
+	for r in "${pids[@]}"; do
+		wait "$r" || rc=1
+	done
+	tail -n 1 /tmp/coll.$name.[0-3]
+	cat /tmp/coll.$name.[0-3].err
+	return $rc
+}
+t0=$(date +%s)
+check "4 ranks, 2 per namespace, plain: every collective right" run4 plain4 7700 plain
+echo "plain4 run: $(($(date +%s) - t0)) s"
+t0=$(date +%s)
+check "4 ranks, 2 per namespace, devmem on queues 6 and 7 of each NIC: every collective right" \
+	run4 devmem4 7800 devmem
+echo "devmem4 run: $(($(date +%s) - t0)) s"
+for r in 0 1 2 3; do
+	check "devmem4 rank $r: results identical to the plain ones" cmp /tmp/coll.plain4.$r /tmp/coll.devmem4.$r
+	bytes=$(sed -n 's/.*devmem: \([0-9]*\) bytes via the dma-buf.*/\1/p' /tmp/coll.devmem4.$r.err |
+		awk '{ s += $1 } END { print s + 0 }')
+	# ranks 1 and 3 take most of it over loopback: their ring
+	# predecessor (0, 2) shares their namespace
+	check "devmem4 rank $r: the payload from the other namespace came through the dma-buf ($bytes bytes)" \
+		test "$bytes" -gt 4000000
+	check "devmem4 rank $r: 4 connections steered to queue $((6 + r % 2)), the 2 from the rank in its own namespace plain" \
+		grep -q "4 connections steered, 2 to ranks on this host (plain)" /tmp/coll.devmem4.$r.err
+	check "devmem4 rank $r: bound queue $((6 + r % 2))" \
+		grep -q "bound to queue $((6 + r % 2)) of dt. directly" /tmp/coll.devmem4.$r.err
+done
+check "no flow rule or binding is left on dta after 4 ranks" within_1s nothing_left ns1 dta
+check "no flow rule or binding is left on dtb after 4 ranks" within_1s nothing_left ns2 dtb
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 

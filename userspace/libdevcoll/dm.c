@@ -2,8 +2,9 @@
 /*
  * The devmem receive path (DEVCOLL_RX=devmem): a udmabuf bound to an RX
  * queue of DEVCOLL_DEVMEM_IFACE through libdevmem, every data connection
- * steered there by an ntuple rule on its 4-tuple and received with
- * recvmsg(MSG_SOCK_DEVMEM). Payload fragments are read in place from the
+ * from a rank on another host steered there by an ntuple rule on its
+ * 4-tuple and received with recvmsg(MSG_SOCK_DEVMEM); ranks on this host
+ * come over loopback, on the plain path. Payload fragments are read in place from the
  * dma-buf's CPU mapping: copied once into the destination, or for a
  * reduction, reduced straight from the fragments into the result, with no
  * staging copy. Tokens go back to the kernel after every receive call, in
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include "devmem.h"
 #include "internal.h"
 
@@ -58,6 +60,7 @@ struct dm_state {
 	unsigned char (*carry)[8];
 	unsigned int *carry_len;
 	uint64_t dmabuf_bytes, linear_bytes;
+	unsigned int local_conns;	/* to ranks on this host: plain */
 	bool debug;
 };
 
@@ -153,6 +156,32 @@ static int rdpm_open(struct rdpm_client **out)
 
 /* An error of the direct path; refused privilege is the usual case of a
  * job that expected rdpmd, so say so. */
+/*
+ * A peer on this host (its address is one of this namespace's) is reached
+ * over loopback, whose packets carry host pages that recvmsg(MSG_SOCK_DEVMEM)
+ * refuses: such a connection stays on the plain path. A datagram socket
+ * binds to an address only where it is local.
+ */
+static bool peer_is_local(int fd)
+{
+	struct sockaddr_storage p;
+	socklen_t pl = sizeof(p);
+	int s, ok;
+
+	if (getpeername(fd, (struct sockaddr *)&p, &pl))
+		return false;
+	if (p.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&p)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&p)->sin_port = 0;
+	s = socket(p.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return false;
+	ok = !bind(s, (struct sockaddr *)&p, pl);
+	close(s);
+	return ok;
+}
+
 static int direct_fail(int ret)
 {
 	if (ret == -EPERM || ret == -EACCES)
@@ -272,6 +301,10 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 
 		if (k->fd < 0)
 			continue;
+		if (peer_is_local(k->fd)) {
+			d->local_conns++;
+			continue;
+		}
 		flow_of(k->fd, &f);
 		ret = steer(d->core, &f, &d->rules[d->nrules]);
 		if (ret)
@@ -330,8 +363,10 @@ void dc_dm_free(devcoll_comm *c)
 	if (!d)
 		return;
 	if (d->debug)
-		fprintf(stderr, "devcoll rank %d: devmem: %llu bytes via the dma-buf, %llu linear\n",
-			c->rank, (unsigned long long)d->dmabuf_bytes, (unsigned long long)d->linear_bytes);
+		fprintf(stderr, "devcoll rank %d: devmem: %llu bytes via the dma-buf, %llu linear; "
+			"%u connections steered, %u to ranks on this host (plain)\n", c->rank,
+			(unsigned long long)d->dmabuf_bytes, (unsigned long long)d->linear_bytes,
+			d->nrules, d->local_conns);
 	for (int i = 0; i < c->size * (int)c->nconns; i++)
 		if (c->conns[i].drx) {
 			devmem_rx_close(c->conns[i].drx);

@@ -4,7 +4,8 @@
  * computation; test() polls; blocking calls queue behind them in order;
  * the v-collectives copy their count arrays when posted; isend/irecv:
  * both ranks of a pair post irecv before isend (one at a time, in order,
- * that would wait forever), messages match in order, bad arguments fail.
+ * that would wait forever), messages match in order, a receive on a dup'ed
+ * communicator overlaps a collective of the world, bad arguments fail.
  */
 #include "common.h"
 
@@ -348,6 +349,23 @@ static int p2p(devcoll_comm *c, void *arg)
 		fprintf(stderr, "  rank %d: irecv, isend, iallreduce: %s\n", r, devcoll_last_error());
 		fails++;
 	}
+	/* a receive that the peer matches only after a collective: on a
+	 * dup'ed communicator it overlaps the world's collective (on the
+	 * world it would queue behind itself) */
+	devcoll_comm *d = NULL;
+	int64_t x = -1, y = 100 + r, z = 1;
+	devcoll_req *xq;
+
+	if (devcoll_comm_dup(c, &d) || devcoll_irecv(d, &x, 1, DEVCOLL_INT64, left, 12, &xq) ||
+	    devcoll_allreduce(c, &z, &z, 1, DEVCOLL_INT64, DEVCOLL_SUM) ||
+	    devcoll_send(d, &y, 1, DEVCOLL_INT64, right, 12) || devcoll_wait(xq) ||
+	    x != 100 + left || z != W) {
+		fprintf(stderr, "  rank %d: irecv on a dup across a collective: %s\n", r,
+			devcoll_last_error());
+		fails++;
+	}
+	if (d)
+		devcoll_comm_destroy(d);
 	if (devcoll_barrier(c)) {
 		fprintf(stderr, "  rank %d: barrier after send/recv: %s\n", r, devcoll_last_error());
 		fails++;
