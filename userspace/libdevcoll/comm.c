@@ -63,6 +63,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 		c->rooted = like->rooted;
 		c->small_max = like->small_max;
 		c->spin_us = like->spin_us;
+		memcpy(c->tcp_cc, like->tcp_cc, sizeof(c->tcp_cc));
 	}
 	c->conns = calloc((size_t)size * c->nconns, sizeof(*c->conns));
 	c->p2p_sseq = calloc((size_t)size, sizeof(uint32_t));
@@ -459,6 +460,7 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 {
 	const char *a = getenv("DEVCOLL_ALGO"), *rx = getenv("DEVCOLL_RX");
 	const char *ra = getenv("DEVCOLL_ROOTED_ALGO");
+	const char *cc = getenv("DEVCOLL_TCP_CONGESTION");
 
 	c->nconns = o && o->nconns ? o->nconns : (unsigned int)dc_env_long("DEVCOLL_NCONNS", 2);
 	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)dc_env_long("DEVCOLL_TIMEOUT_MS", 60000);
@@ -484,6 +486,9 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 		c->rooted = ROOTED_CHAIN;
 	else if (ra && *ra && strcmp(ra, "auto"))
 		return dc_fail(-EINVAL, "DEVCOLL_ROOTED_ALGO=%s: want chain, tree or auto", ra);
+	if (cc && strlen(cc) >= sizeof(c->tcp_cc))
+		return dc_fail(-EINVAL, "DEVCOLL_TCP_CONGESTION=%s: no such algorithm", cc);
+	snprintf(c->tcp_cc, sizeof(c->tcp_cc), "%s", cc ? cc : "");
 	if (c->nconns < 1 || c->nconns > 64)
 		return dc_fail(-EINVAL, "DEVCOLL_NCONNS: 1 to 64 connections per peer");
 	if (c->timeout_ms <= 0)

@@ -75,6 +75,7 @@ struct devcoll_comm {
 	enum rooted_algo rooted;
 	size_t small_max;	/* bytes up to which the latency algorithms run */
 	int spin_us;		/* small messages: poll this long before sleeping */
+	char tcp_cc[16];	/* congestion control of the connections ("": the system's) */
 	uint64_t id;
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;

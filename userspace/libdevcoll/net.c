@@ -138,12 +138,18 @@ struct hello {
 	uint64_t id;
 };
 
-static void tune(int fd)
+static int tune(devcoll_comm *c, int fd)
 {
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (c->tcp_cc[0] &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, c->tcp_cc, (socklen_t)strlen(c->tcp_cc)))
+		return dc_fail(-errno, "DEVCOLL_TCP_CONGESTION=%s: %s (an unprivileged process "
+			       "may use those of net.ipv4.tcp_allowed_congestion_control)",
+			       c->tcp_cc, strerror(errno));
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return 0;
 }
 
 /* Connects to the lower ranks and accepts the higher ones on @lfd. */
@@ -214,7 +220,10 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 
 		if (cn->fd < 0)
 			continue;
-		tune(cn->fd);
+		int ret = tune(c, cn->fd);
+
+		if (ret)
+			return ret;
 		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, cn->fd, &ev))
 			return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
 	}
