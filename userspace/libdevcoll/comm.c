@@ -64,6 +64,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 		c->small_max = like->small_max;
 		c->spin_us = like->spin_us;
 		memcpy(c->tcp_cc, like->tcp_cc, sizeof(c->tcp_cc));
+		c->tcp_cc_set = like->tcp_cc_set;
 	}
 	c->conns = calloc((size_t)size * c->nconns, sizeof(*c->conns));
 	c->p2p_sseq = calloc((size_t)size, sizeof(uint32_t));
@@ -486,9 +487,14 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 		c->rooted = ROOTED_CHAIN;
 	else if (ra && *ra && strcmp(ra, "auto"))
 		return dc_fail(-EINVAL, "DEVCOLL_ROOTED_ALGO=%s: want chain, tree or auto", ra);
-	if (cc && strlen(cc) >= sizeof(c->tcp_cc))
+	c->tcp_cc_set = cc && *cc;
+	if (!c->tcp_cc_set)
+		cc = "cubic";
+	else if (!strcmp(cc, "system"))
+		cc = "";
+	if (strlen(cc) >= sizeof(c->tcp_cc))
 		return dc_fail(-EINVAL, "DEVCOLL_TCP_CONGESTION=%s: no such algorithm", cc);
-	snprintf(c->tcp_cc, sizeof(c->tcp_cc), "%s", cc ? cc : "");
+	snprintf(c->tcp_cc, sizeof(c->tcp_cc), "%s", cc);
 	if (c->nconns < 1 || c->nconns > 64)
 		return dc_fail(-EINVAL, "DEVCOLL_NCONNS: 1 to 64 connections per peer");
 	if (c->timeout_ms <= 0)

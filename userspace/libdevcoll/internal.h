@@ -76,6 +76,7 @@ struct devcoll_comm {
 	size_t small_max;	/* bytes up to which the latency algorithms run */
 	int spin_us;		/* small messages: poll this long before sleeping */
 	char tcp_cc[16];	/* congestion control of the connections ("": the system's) */
+	bool tcp_cc_set;	/* by DEVCOLL_TCP_CONGESTION: refusal is an error */
 	uint64_t id;
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;

@@ -2,8 +2,8 @@
 /*
  * Settings from the environment: a bad value fails devcoll_comm_init() on
  * every rank with a message naming the variable; a good one is accepted
- * (DEVCOLL_TCP_CONGESTION=reno, allowed to every process, and the
- * collectives run).
+ * (DEVCOLL_TCP_CONGESTION=reno, allowed to every process, and =system, and
+ * the collectives run).
  */
 #include "common.h"
 
@@ -71,6 +71,7 @@ int main(void)
 	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "nope", "DEVCOLL_TCP_CONGESTION=nope");
 	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "much-too-long-a-name", "no such algorithm");
 	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "reno", NULL);
+	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "system", NULL);
 	printf("%s\n", fails ? "FAIL" : "all passed");
 	return fails ? 1 : 0;
 }
