@@ -457,11 +457,40 @@ static uint64_t fresh_id(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Every numeric setting that is set must be a number (K or M suffix). */
+static int env_numbers_ok(void)
+{
+	static const char *const names[] = {
+		"DEVCOLL_NCONNS", "DEVCOLL_TIMEOUT_MS", "DEVCOLL_CHUNK", "DEVCOLL_SMALL_MAX",
+		"DEVCOLL_SPIN_US", "DEVCOLL_RANK", "DEVCOLL_SIZE", "DEVCOLL_DEVMEM_SIZE",
+		"DEVCOLL_DEVMEM_QUEUE", "DEVCOLL_DEBUG",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+		char *end;
+
+		if (!v || !*v)
+			continue;
+		errno = 0;
+		strtol(v, &end, 0);
+		if (*end && strchr("kKmM", *end))
+			end++;
+		if (errno || end == v || *end)
+			return dc_fail(-EINVAL, "%s=%s: not a number (K and M suffixes allowed)",
+				       names[i], v);
+	}
+	return 0;
+}
+
 static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 {
 	const char *a = getenv("DEVCOLL_ALGO"), *rx = getenv("DEVCOLL_RX");
 	const char *ra = getenv("DEVCOLL_ROOTED_ALGO");
 	const char *cc = getenv("DEVCOLL_TCP_CONGESTION");
+
+	if (env_numbers_ok())
+		return -EINVAL;
 
 	c->nconns = o && o->nconns ? o->nconns : (unsigned int)dc_env_long("DEVCOLL_NCONNS", 2);
 	c->timeout_ms = o && o->timeout_ms ? o->timeout_ms : (int)dc_env_long("DEVCOLL_TIMEOUT_MS", 60000);

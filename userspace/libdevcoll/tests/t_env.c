@@ -68,6 +68,9 @@ int main(void)
 	fails += try_env(1, "DEVCOLL_ROOTED_ALGO", "ring", "DEVCOLL_ROOTED_ALGO=ring");
 	fails += try_env(1, "DEVCOLL_NCONNS", "65", "DEVCOLL_NCONNS");
 	fails += try_env(1, "DEVCOLL_CHUNK", "1K", "DEVCOLL_CHUNK");
+	fails += try_env(1, "DEVCOLL_SPIN_US", "fast", "DEVCOLL_SPIN_US=fast: not a number");
+	fails += try_env(1, "DEVCOLL_CHUNK", "64KB", "DEVCOLL_CHUNK=64KB: not a number");
+	fails += try_env(2, "DEVCOLL_CHUNK", "64k", NULL);
 	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "nope", "DEVCOLL_TCP_CONGESTION=nope");
 	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "much-too-long-a-name", "no such algorithm");
 	fails += try_env(2, "DEVCOLL_TCP_CONGESTION", "reno", NULL);
