@@ -118,6 +118,7 @@ struct devtcp_txq {
 struct devtcp_skb_cb {
 	u32 gen;		/* the sender's queue generation when it was sent */
 	u16 hdr_len;		/* L2-L4 headers: where header split cuts it */
+	bool l4;		/* hdr_len ends with a TCP or UDP header */
 	u64 release;		/* fault injection: when it may go on the wire */
 };
 

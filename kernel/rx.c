@@ -109,9 +109,16 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	struct sk_buff *skb;
 
 	hdrs = min_t(unsigned int, DEVTCP_SKB_CB(src)->hdr_len, DEVTCP_HDR_ROOM);
-	/* Frames with no more payload than hds-thresh stay whole in the head. */
+	/*
+	 * Header split cuts after a TCP or UDP header. Frames with no more
+	 * payload than hds-thresh stay whole in the head, and so do frames
+	 * without such a header (ARP, ICMP) that fit: the stack reads their
+	 * L3 payload, which it could not in a devmem buffer, and ARP and
+	 * neighbour discovery must work on a queue bound to a dma-buf.
+	 */
 	if (rxq->mem.hds)
-		hlen = len - hdrs <= rxq->mem.hds_thresh && len <= DEVTCP_HDR_ROOM ? len : hdrs;
+		hlen = (len - hdrs <= rxq->mem.hds_thresh || !DEVTCP_SKB_CB(src)->l4) &&
+		       len <= DEVTCP_HDR_ROOM ? len : hdrs;
 	else
 		hlen = 0;
 

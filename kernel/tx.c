@@ -14,7 +14,10 @@
 
 #include "devtcp.h"
 
-/* Length of the L2-L4 headers, which the receiver's header split needs. */
+/*
+ * Length of the L2-L4 headers, which the receiver's header split needs, and
+ * whether they end with a TCP or UDP header (the only ones it cuts after).
+ */
 static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_keys *keys)
 {
 	const struct tcphdr *th;
@@ -23,10 +26,12 @@ static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_ke
 	switch (keys->basic.ip_proto) {
 	case IPPROTO_TCP:
 		th = skb_header_pointer(skb, keys->control.thoff, sizeof(_th), &_th);
-		if (th)
-			return keys->control.thoff + th->doff * 4;
-		break;
+		if (!th)
+			break;
+		DEVTCP_SKB_CB(skb)->l4 = true;
+		return keys->control.thoff + th->doff * 4;
 	case IPPROTO_UDP:
+		DEVTCP_SKB_CB(skb)->l4 = true;
 		return keys->control.thoff + sizeof(struct udphdr);
 	}
 	return keys->control.thoff;
@@ -34,7 +39,7 @@ static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_ke
 
 /*
  * The receiving NIC's choice of RX queue (and, in skb->cb, the header
- * length, so that the frame is parsed once): its ntuple rules first, then RSS
+ * length and kind, so that the frame is parsed once): its ntuple rules first, then RSS
  * over the 4-tuple (2-tuple for non TCP/UDP) with the main table or the
  * context a rule names. DEVTCP_RX_DROP when a rule discards the frame.
  */
@@ -47,6 +52,7 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 	int len = 0;
 	u32 hash, q;
 
+	DEVTCP_SKB_CB(skb)->l4 = false;
 	if (!skb_flow_dissect_flow_keys(skb, &keys, 0)) {
 		DEVTCP_SKB_CB(skb)->hdr_len = min_t(unsigned int, skb->len, ETH_HLEN);
 		return 0;

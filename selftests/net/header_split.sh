@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Header split and hds-thresh (set over ethtool netlink by genl.py): frames
 # whose payload is no larger than the threshold stay whole in the header
-# buffer, larger ones are split; out-of-range thresholds are refused with the
-# core's message and change nothing.
+# buffer, larger ones are split, frames without a TCP or UDP header (ICMP)
+# not while they fit the header buffer; out-of-range thresholds are refused
+# with the core's message and change nothing.
 . "$(dirname "$0")/../lib.sh"
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
@@ -47,6 +48,12 @@ udp_split() {
 # Threshold 0: every datagram with payload is split.
 udp_split 100
 check "with hds-thresh 0, 100-byte datagrams are split" test $split -ge 200
+
+# Frames without a TCP or UDP header (ICMP, ARP) stay whole when they fit.
+s0=$(split_total); p0=$(rx_total)
+ip netns exec ns1 ping -q -c 20 -i 0.05 -s 1000 10.99.0.2 > /dev/null
+check "1000-byte pings are not split and get answers" \
+	test $? = 0 -a $(($(split_total) - s0)) = 0 -a $(($(rx_total) - p0)) -ge 20
 
 check "hds-thresh 256 is accepted" nl set-hds-thresh dtb 256
 check "... and reads back" test "$(nl hds-thresh dtb)" = "hds-thresh 256 max 1024"

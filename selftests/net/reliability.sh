@@ -20,7 +20,20 @@
 # MemAvailable; the runner checks the kernel log. The default run is sized
 # for TCG; DEVTCP_LONG=1 runs the full counts (1 GiB streams, 1000 bind and
 # restart cycles, 100 module cycles).
+#
+# DEVTCP_REL_PARTS runs only the parts it lists (numbers 1-7, separated by
+# spaces or commas; "1" includes 1b), e.g. DEVTCP_REL_PARTS=6; the default
+# is all of them. Every part starts from the pair and steering that
+# setup_pair makes, and the leak checks and the summary cover what ran.
 . "$(dirname "$0")/../lib.sh"
+
+parts=${DEVTCP_REL_PARTS:-1 2 3 4 5 6 7}
+parts=${parts//,/ }
+for p in $parts; do
+	[[ $p =~ ^[1-7]$ ]] || fail "DEVTCP_REL_PARTS: no part \"$p\" (1-7)"
+done
+# want N: part N is to run.
+want() { [[ " $parts " == *" $1 "* ]]; }
 
 if [ "${DEVTCP_LONG:-0}" = 1 ]; then
 	big=1073741824 rate_bytes=1073741824 rebinds=1000 restarts=1000 modcycles=100
@@ -35,7 +48,7 @@ FAULT=/devtcp/userspace/tools/devtcp-fault
 RX=selftests/net/devmem_rx
 TX=selftests/net/tcp_stream
 q=3
-validated=0 leaks=0
+validated=0 leaks=0 rebinds_run=0 restarts_run=0 mod_ok=0
 declare -A injected
 
 fault() { ip netns exec ns1 $FAULT "$@"; }
@@ -100,183 +113,225 @@ bufs0=$(dmabufs)
 mem0=$(memavail)
 echo "before: $pools0, $bufs0 dma-bufs, MemAvailable $mem0 kB"
 
-echo "# 1. loss, reordering, duplication"
-fault set dta drop 1% reorder 1% depth 3 dup 0.1% seed 101
-check "a $big-byte devmem stream under 1% loss, 1% reorder, 0.1% dup arrives intact" \
-	devmem_stream $big 11
-for k in drop reorder dup; do
-	check "... fault_$k moved" test "$(ethtool_stat ns1 dta fault_$k)" -gt 0
-done
-fault off dta
-
-echo "# 1b. devmem TX into devmem RX: duplicates and delayed frames share dma-buf frags"
-fault set dta drop 1% reorder 1% depth 3 dup 1% delay 1000 jitter 200 seed 102
-u0=$(ethtool_stat ns1 dta fault_dup)
-devmem_tx=1
-check "a $tx_bytes-byte dma-buf to dma-buf stream under loss, reorder, 1% dup, delay arrives intact" \
-	devmem_stream $tx_bytes 16
-devmem_tx=
-check "... with duplicates of devmem TX frames (fault_dup moved)" \
-	test "$(ethtool_stat ns1 dta fault_dup)" -gt "$u0"
-fault off dta
-
-echo "# 2. rate limit with delay"
-rl0=$(ethtool_stat ns1 dta fault_rate_limited)
-fault set dta rate 60M delay 2000 jitter 500
-check "a $rate_bytes-byte devmem stream at 60 Mbit/s, 2 ms +- 0.5 ms delay arrives intact" \
-	devmem_stream $rate_bytes 12
-fault off dta
-# The receiver's rate, from the connection to the last byte.
-mbit=$(awk '/^received/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MB/s,") printf "%.1f", $i * 8 }' /tmp/rx.out)
-echo "throughput $mbit Mbit/s under the 60 Mbit/s limit"
-check "... at 50-102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m >= 30 && m <= 61.2) }'
-check "... fault_rate_limited and fault_delay moved" \
-	test "$(ethtool_stat ns1 dta fault_rate_limited)" -gt "$rl0" -a \
-	"$(ethtool_stat ns1 dta fault_delay)" -gt 0
-
-echo "# 3. bind/unbind cycles under traffic and 1% loss"
-fault set dta drop 1%
-bound=0
-for ((i = 0; i < rebinds; i++)); do
-	devmem_rebind_cycle $q 5001 && bound=$((bound + 1))
-done
-fault off dta
-check "all $rebinds receivers bound ($bound)" test $bound = "$rebinds"
-leak_check "no page pool or dma-buf left after $rebinds bind/unbind cycles" wait_pools
-
-echo "# 4. queue restarts under a devmem stream"
-fault set dta drop 1% reorder 1% depth 3
-r0=$(ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_restarts:/ { s += $2 } END { print s }')
-ip netns exec ns2 bash -c "sleep 1; for ((i = 0; i < $restarts; i++)); do
-	echo \$((i % 8)) > /sys/class/net/dtb/devtcp/restart_rx_queue || exit 1; done" &
-rs=$!
-check "a $big-byte devmem stream with 1% loss and reorder arrives intact across restarts" \
-	devmem_stream $big 13
-wait $rs
-check "... all $restarts restarts (bound queue $q included) succeeded" test $? = 0
-r1=$(ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_restarts:/ { s += $2 } END { print s }')
-check "... and were counted ($((r1 - r0)))" test $((r1 - r0)) -ge "$restarts"
-fault off dta
-leak_check "no page pool or dma-buf left after the restarts" wait_pools
-
-echo "# 5. a receiver that returns no token"
-sacked() { ip netns exec ns1 ss -tin dst 10.99.0.2 dport = 5001 |
-	sed -n 's/.*bytes_acked:\([0-9]*\).*/\1/p' | head -1; }
-rmem() { ip netns exec ns2 ss -tmn sport = 5001 | sed -n 's/.*skmem:(r\([0-9]*\),.*/\1/p' | head -1; }
-f0=$(ethtool_stat ns2 dtb rx${q}_alloc_fail)
-ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 20000000 -s 14 -b 1048576 --stall 20 \
-	--idle-timeout 60 > /tmp/rx.out 2>&1 &
-pid=$!
-wait_listen /tmp/rx.out
-ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 20000000 -s 14 > /dev/null &
-spid=$!
-sleep 6
-a1=$(sacked); m1=$(memavail); r1=$(rmem)
-sleep 6
-a2=$(sacked); m2=$(memavail); r2=$(rmem)
-echo "stalled: acked $a1 -> $a2 bytes, socket rmem $r1 -> $r2, MemAvailable $m1 -> $m2 kB"
-check "the sender stalls while no token comes back" test -n "$a1" -a "$a1" = "$a2"
-check "... after at most the 1 MiB dma-buf and the socket's buffers" test "${a2:-0}" -le 8388608
-check "... and the receiver's memory does not grow (socket rmem <= 8 MiB, MemAvailable)" \
-	test "${r2:-0}" -le 8388608 -a $((m1 - m2)) -lt 32768
-check "... the queue dropped frames for want of a buffer meanwhile" \
-	test "$(ethtool_stat ns2 dtb rx${q}_alloc_fail)" -gt "$f0"
-wait $spid
-wait $pid
-rc=$?
-cat /tmp/rx.out
-validated_from /tmp/rx.out
-check "returning the tokens resumes: the stream arrives intact" test $rc = 0
-check "... after the stall" grep -q "stall over" /tmp/rx.out
-leak_check "no page pool or dma-buf left after the stall" wait_pools
-
-echo "# 6. 8 streams, 8 queues, 4 bindings, with loss and restarts"
-for ((qq = 0; qq < 8; qq++)); do
-	ip netns exec ns2 ethtool -N dtb flow-type tcp4 dst-port $((6000 + qq)) action $qq \
-		> /dev/null || fail "cannot steer port $((6000 + qq))"
-done
-fault set dta drop 0.5%
-pids=()
-for ((b = 0; b < 4; b++)); do
-	ip netns exec ns2 $RX -i dtb -q $((2 * b)),$((2 * b + 1)) -p $((6000 + 2 * b)) --conns 2 \
-		-n $conc_bytes -s 15 -b 16777216 --idle-timeout 60 > /tmp/rx$b.out 2>&1 &
-	pids+=($!)
-done
-for ((b = 0; b < 4; b++)); do
-	for _ in $(seq 100); do
-		[ "$(grep -c listening /tmp/rx$b.out)" = 2 ] && break
-		sleep 0.1
+if want 1; then
+	echo "# 1. loss, reordering, duplication"
+	fault set dta drop 1% reorder 1% depth 3 dup 0.1% seed 101
+	check "a $big-byte devmem stream under 1% loss, 1% reorder, 0.1% dup arrives intact" \
+		devmem_stream $big 11
+	for k in drop reorder dup; do
+		check "... fault_$k moved" test "$(ethtool_stat ns1 dta fault_$k)" -gt 0
 	done
-done
-check "4 receivers bound 2 queues each and listen on 8 ports" \
-	test "$(cat /tmp/rx[0-3].out | grep -c listening)" = 8
-check "4 bindings cover all 8 queues" test "$(ip netns exec ns2 python3 selftests/net/genl.py \
-	dmabufs "$ifindex" | awk '$4 > 0 { q++; d[$4] } END { print q, length(d) }')" = "8 4"
-spids=()
-for ((qq = 0; qq < 8; qq++)); do
-	ip netns exec ns1 $TX send -a 10.99.0.2 -p $((6000 + qq)) -n $conc_bytes -s 15 \
-		> /dev/null &
-	spids+=($!)
-done
-ip netns exec ns2 bash -c "for ((i = 0; i < $conc_restarts; i++)); do
-	echo \$((i % 8)) > /sys/class/net/dtb/devtcp/restart_rx_queue || exit 1; sleep 0.1; done" &
-rs=$!
-wait "${spids[@]}"
-ok=0
-for ((b = 0; b < 4; b++)); do
-	wait "${pids[$b]}" && ok=$((ok + 1))
-	cat /tmp/rx$b.out
-	validated_from /tmp/rx$b.out
-done
-wait $rs
-check "... and $conc_restarts queue restarts meanwhile succeeded" test $? = 0
-check "all 8 streams arrived intact (receivers ok: $ok of 4)" \
-	test $ok = 4 -a "$(cat /tmp/rx[0-3].out | grep -c '0 mismatched')" = 8
-# On a failure, the counters that say where frames stopped.
-[ $ok = 4 ] || { ip netns exec ns2 ethtool -S dtb; ip netns exec ns1 ethtool -S dta; } |
-	grep -v ': 0$'
-fault off dta
-leak_check "no page pool or dma-buf left after the concurrent streams" wait_pools
+	fault off dta
+
+	echo "# 1b. devmem TX into devmem RX: duplicates and delayed frames share dma-buf frags"
+	fault set dta drop 1% reorder 1% depth 3 dup 1% delay 1000 jitter 200 seed 102
+	u0=$(ethtool_stat ns1 dta fault_dup)
+	devmem_tx=1
+	check "a $tx_bytes-byte dma-buf to dma-buf stream under loss, reorder, 1% dup, delay arrives intact" \
+		devmem_stream $tx_bytes 16
+	devmem_tx=
+	check "... with duplicates of devmem TX frames (fault_dup moved)" \
+		test "$(ethtool_stat ns1 dta fault_dup)" -gt "$u0"
+	fault off dta
+fi
+
+if want 2; then
+	echo "# 2. rate limit with delay"
+	rl0=$(ethtool_stat ns1 dta fault_rate_limited)
+	fault set dta rate 60M delay 2000 jitter 500
+	check "a $rate_bytes-byte devmem stream at 60 Mbit/s, 2 ms +- 0.5 ms delay arrives intact" \
+		devmem_stream $rate_bytes 12
+	fault off dta
+	# The receiver's rate, from the connection to the last byte.
+	mbit=$(awk '/^received/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MB/s,") printf "%.1f", $i * 8 }' /tmp/rx.out)
+	echo "throughput $mbit Mbit/s under the 60 Mbit/s limit"
+	check "... at 50-102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m >= 30 && m <= 61.2) }'
+	check "... fault_rate_limited and fault_delay moved" \
+		test "$(ethtool_stat ns1 dta fault_rate_limited)" -gt "$rl0" -a \
+		"$(ethtool_stat ns1 dta fault_delay)" -gt 0
+fi
+
+if want 3; then
+	echo "# 3. bind/unbind cycles under traffic and 1% loss"
+	fault set dta drop 1%
+	bound=0
+	for ((i = 0; i < rebinds; i++)); do
+		devmem_rebind_cycle $q 5001 && bound=$((bound + 1))
+	done
+	fault off dta
+	check "all $rebinds receivers bound ($bound)" test $bound = "$rebinds"
+	rebinds_run=$rebinds
+	leak_check "no page pool or dma-buf left after $rebinds bind/unbind cycles" wait_pools
+fi
+
+if want 4; then
+	echo "# 4. queue restarts under a devmem stream"
+	fault set dta drop 1% reorder 1% depth 3
+	r0=$(ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_restarts:/ { s += $2 } END { print s }')
+	ip netns exec ns2 bash -c "sleep 1; for ((i = 0; i < $restarts; i++)); do
+		echo \$((i % 8)) > /sys/class/net/dtb/devtcp/restart_rx_queue || exit 1; done" &
+	rs=$!
+	check "a $big-byte devmem stream with 1% loss and reorder arrives intact across restarts" \
+		devmem_stream $big 13
+	wait $rs
+	check "... all $restarts restarts (bound queue $q included) succeeded" test $? = 0
+	restarts_run=$((restarts_run + restarts))
+	r1=$(ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_restarts:/ { s += $2 } END { print s }')
+	check "... and were counted ($((r1 - r0)))" test $((r1 - r0)) -ge "$restarts"
+	fault off dta
+	leak_check "no page pool or dma-buf left after the restarts" wait_pools
+fi
+
+if want 5; then
+	echo "# 5. a receiver that returns no token"
+	sacked() { ip netns exec ns1 ss -tin dst 10.99.0.2 dport = 5001 |
+		sed -n 's/.*bytes_acked:\([0-9]*\).*/\1/p' | head -1; }
+	rmem() { ip netns exec ns2 ss -tmn sport = 5001 | sed -n 's/.*skmem:(r\([0-9]*\),.*/\1/p' | head -1; }
+	f0=$(ethtool_stat ns2 dtb rx${q}_alloc_fail)
+	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 20000000 -s 14 -b 1048576 --stall 20 \
+		--idle-timeout 60 > /tmp/rx.out 2>&1 &
+	pid=$!
+	wait_listen /tmp/rx.out
+	ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 20000000 -s 14 > /dev/null &
+	spid=$!
+	sleep 6
+	a1=$(sacked); m1=$(memavail); r1=$(rmem)
+	sleep 6
+	a2=$(sacked); m2=$(memavail); r2=$(rmem)
+	echo "stalled: acked $a1 -> $a2 bytes, socket rmem $r1 -> $r2, MemAvailable $m1 -> $m2 kB"
+	check "the sender stalls while no token comes back" test -n "$a1" -a "$a1" = "$a2"
+	check "... after at most the 1 MiB dma-buf and the socket's buffers" test "${a2:-0}" -le 8388608
+	check "... and the receiver's memory does not grow (socket rmem <= 8 MiB, MemAvailable)" \
+		test "${r2:-0}" -le 8388608 -a $((m1 - m2)) -lt 32768
+	check "... the queue dropped frames for want of a buffer meanwhile" \
+		test "$(ethtool_stat ns2 dtb rx${q}_alloc_fail)" -gt "$f0"
+	wait $spid
+	wait $pid
+	rc=$?
+	cat /tmp/rx.out
+	validated_from /tmp/rx.out
+	check "returning the tokens resumes: the stream arrives intact" test $rc = 0
+	check "... after the stall" grep -q "stall over" /tmp/rx.out
+	leak_check "no page pool or dma-buf left after the stall" wait_pools
+fi
+
+if want 6; then
+	echo "# 6. 8 streams, 8 queues, 4 bindings, with loss and restarts"
+	for ((qq = 0; qq < 8; qq++)); do
+		ip netns exec ns2 ethtool -N dtb flow-type tcp4 dst-port $((6000 + qq)) action $qq \
+			> /dev/null || fail "cannot steer port $((6000 + qq))"
+	done
+	fault set dta drop 0.5%
+	pids=()
+	for ((b = 0; b < 4; b++)); do
+		ip netns exec ns2 $RX -i dtb -q $((2 * b)),$((2 * b + 1)) -p $((6000 + 2 * b)) --conns 2 \
+			-n $conc_bytes -s 15 -b 16777216 --idle-timeout 60 > /tmp/rx$b.out 2>&1 &
+		pids+=($!)
+	done
+	for ((b = 0; b < 4; b++)); do
+		for _ in $(seq 100); do
+			[ "$(grep -c listening /tmp/rx$b.out)" = 2 ] && break
+			sleep 0.1
+		done
+	done
+	check "4 receivers bound 2 queues each and listen on 8 ports" \
+		test "$(cat /tmp/rx[0-3].out | grep -c listening)" = 8
+	check "4 bindings cover all 8 queues" test "$(ip netns exec ns2 python3 selftests/net/genl.py \
+		dmabufs "$ifindex" | awk '$4 > 0 { q++; d[$4] } END { print q, length(d) }')" = "8 4"
+	# Frames without a TCP or UDP header land on bound queues too (ARP on
+	# queue 0): neighbours must resolve, as they do anew mid-stream once
+	# their entries go stale, or the receivers' ACKs stop. Resolved from
+	# each side: ns1's request and ns2's reply arrive on dtb.
+	pings() { ip netns exec "$1" ping -q -c 1 -w 10 "$2" > /dev/null; }
+	for ns in ns1 ns2; do
+		ip -n ns1 neigh flush dev dta
+		ip -n ns2 neigh flush dev dtb
+		peer=10.99.0.2
+		[ $ns = ns2 ] && peer=10.99.0.1
+		check "with every queue bound, $ns resolves $peer and pings it" pings $ns $peer
+	done
+	spids=()
+	for ((qq = 0; qq < 8; qq++)); do
+		ip netns exec ns1 $TX send -a 10.99.0.2 -p $((6000 + qq)) -n $conc_bytes -s 15 \
+			> /dev/null &
+		spids+=($!)
+	done
+	ip netns exec ns2 bash -c "for ((i = 0; i < $conc_restarts; i++)); do
+		echo \$((i % 8)) > /sys/class/net/dtb/devtcp/restart_rx_queue || exit 1; sleep 0.1; done" &
+	rs=$!
+	sfail=0
+	for p in "${spids[@]}"; do wait "$p" || sfail=$((sfail + 1)); done
+	# A receiver whose sender never connected waits in accept(), which its
+	# idle timeout does not cover: once the others had time, stop it.
+	if [ $sfail != 0 ]; then
+		echo "$sfail sender(s) failed"
+		for _ in $(seq 70); do
+			alive=0
+			for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && alive=1; done
+			[ $alive = 0 ] && break
+			sleep 1
+		done
+		for p in "${pids[@]}"; do pkill -P "$p"; kill "$p"; done 2> /dev/null
+	fi
+	ok=0
+	for ((b = 0; b < 4; b++)); do
+		wait "${pids[$b]}" && ok=$((ok + 1))
+		cat /tmp/rx$b.out
+		validated_from /tmp/rx$b.out
+	done
+	wait $rs
+	check "... and $conc_restarts queue restarts meanwhile succeeded" test $? = 0
+	restarts_run=$((restarts_run + conc_restarts))
+	check "all 8 streams arrived intact (receivers ok: $ok of 4)" \
+		test $ok = 4 -a "$(cat /tmp/rx[0-3].out | grep -c '0 mismatched')" = 8
+	# On a failure, the counters that say where frames stopped.
+	[ $ok = 4 ] || { ip netns exec ns2 ethtool -S dtb; ip netns exec ns1 ethtool -S dta; } |
+		grep -v ': 0$'
+	[ $ok = 4 ] || { ip -n ns1 neigh; ip -n ns2 neigh; }
+	fault off dta
+	leak_check "no page pool or dma-buf left after the concurrent streams" wait_pools
+fi
 
 tally_faults
 ip netns del ns1
 ip netns del ns2
 
-echo "# 7. module unload with pairs, bindings and traffic"
-mod_ok=0
-for ((c = 0; c < modcycles; c++)); do
-	setup_pair || { echo "cycle $c: cannot create the pair"; break; }
-	# The killed receiver's socket, orphaned with its dma-buf tokens, retries
-	# its FIN to a device that is gone: once, not for minutes.
-	ip netns exec ns2 sysctl -qw net.ipv4.tcp_orphan_retries=1
-	fault set dta drop 1%
-	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 4000000000 -b 4194304 > /tmp/rx.out 2>&1 &
-	rx=$!
-	wait_listen /tmp/rx.out
-	ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 4000000000 > /dev/null 2>&1 &
-	tx=$!
-	sleep 1
-	bound=$(ip netns exec ns2 python3 selftests/net/genl.py dmabufs "$ifindex" |
-		awk -v q=$q '$2 == q { print $4 }')
-	tally_faults
-	rmmod devtcp || { echo "cycle $c: rmmod failed"; break; }
-	kill -9 $rx $tx 2>/dev/null
-	wait $rx $tx 2>/dev/null
-	# The pools of the gone devices stay listed (under lo) until empty.
-	wait_buffers_back ns2 all "pools 0 detached 0" - 60
-	left=$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all)
-	ip netns del ns1
-	ip netns del ns2
-	insmod "$DEVTCP_KO" || { echo "cycle $c: insmod failed"; break; }
-	if [ "${bound:-0}" = 0 ] || [[ "$left" != "pools 0 "* ]]; then
-		echo "cycle $c: binding $bound, page pools after the unload: $left"
-		leaks=$((leaks + 1))
-		break
-	fi
-	mod_ok=$((mod_ok + 1))
-done
-check "$modcycles module cycles with a bound queue and traffic, no page pool left ($mod_ok)" \
-	test $mod_ok = "$modcycles"
+if want 7; then
+	echo "# 7. module unload with pairs, bindings and traffic"
+	for ((c = 0; c < modcycles; c++)); do
+		setup_pair || { echo "cycle $c: cannot create the pair"; break; }
+		# The killed receiver's socket, orphaned with its dma-buf tokens, retries
+		# its FIN to a device that is gone: once, not for minutes.
+		ip netns exec ns2 sysctl -qw net.ipv4.tcp_orphan_retries=1
+		fault set dta drop 1%
+		ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 4000000000 -b 4194304 > /tmp/rx.out 2>&1 &
+		rx=$!
+		wait_listen /tmp/rx.out
+		ip netns exec ns1 $TX send -a 10.99.0.2 -p 5001 -n 4000000000 > /dev/null 2>&1 &
+		tx=$!
+		sleep 1
+		bound=$(ip netns exec ns2 python3 selftests/net/genl.py dmabufs "$ifindex" |
+			awk -v q=$q '$2 == q { print $4 }')
+		tally_faults
+		rmmod devtcp || { echo "cycle $c: rmmod failed"; break; }
+		kill -9 $rx $tx 2>/dev/null
+		wait $rx $tx 2>/dev/null
+		# The pools of the gone devices stay listed (under lo) until empty.
+		wait_buffers_back ns2 all "pools 0 detached 0" - 60
+		left=$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all)
+		ip netns del ns1
+		ip netns del ns2
+		insmod "$DEVTCP_KO" || { echo "cycle $c: insmod failed"; break; }
+		if [ "${bound:-0}" = 0 ] || [[ "$left" != "pools 0 "* ]]; then
+			echo "cycle $c: binding $bound, page pools after the unload: $left"
+			leaks=$((leaks + 1))
+			break
+		fi
+		mod_ok=$((mod_ok + 1))
+	done
+	check "$modcycles module cycles with a bound queue and traffic, no page pool left ($mod_ok)" \
+		test $mod_ok = "$modcycles"
+fi
 for _ in $(seq 30); do [ "$(dmabufs)" = "$bufs0" ] && break; sleep 1; done
 leak_check "no dma-buf left after the module cycles ($(dmabufs), before $bufs0)" \
 	test "$(dmabufs)" = "$bufs0"
@@ -290,7 +345,10 @@ echo "summary: bytes validated $validated," \
 	"faults injected: drop ${injected[drop]:-0} reorder ${injected[reorder]:-0}" \
 	"dup ${injected[dup]:-0} corrupt ${injected[corrupt]:-0} delay ${injected[delay]:-0}" \
 	"rate_limited ${injected[rate_limited]:-0}," \
-	"cycles: bind/unbind $rebinds, queue restarts $((restarts + conc_restarts))," \
+	"cycles: bind/unbind $rebinds_run, queue restarts $restarts_run," \
 	"module $mod_ok, leaks found $leaks"
-check "bytes were validated" test "$validated" -gt 0
+# Parts 3 and 7 validate no stream.
+if want 1 || want 2 || want 4 || want 5 || want 6; then
+	check "bytes were validated" test "$validated" -gt 0
+fi
 finish
