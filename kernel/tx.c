@@ -38,10 +38,11 @@ static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_ke
 }
 
 /*
- * The receiving NIC's choice of RX queue (and, in skb->cb, the header
- * length and kind, so that the frame is parsed once): its ntuple rules first, then RSS
- * over the 4-tuple (2-tuple for non TCP/UDP) with the main table or the
- * context a rule names. DEVTCP_RX_DROP when a rule discards the frame.
+ * The receiving NIC's choice of RX queue (and, in skb->cb, the header length
+ * and whether header split may cut there, so that the frame is parsed once):
+ * its ntuple rules first, then RSS over the 4-tuple (2-tuple for non TCP/UDP)
+ * with the main table or the context a rule names. DEVTCP_RX_DROP when a
+ * rule discards the frame.
  */
 static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 {
