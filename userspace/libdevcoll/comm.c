@@ -20,20 +20,32 @@
 
 static int (*pmix_finalize)(const void *, size_t);
 
-/* A number from the environment, with a K or M suffix; @dflt when unset. */
+/* @v as a number with an optional K or M suffix; false when it is not one. */
+static bool parse_number(const char *v, long *x)
+{
+	char *end;
+
+	errno = 0;
+	*x = strtol(v, &end, 0);
+	if (*end == 'k' || *end == 'K')
+		*x <<= 10;
+	else if (*end == 'm' || *end == 'M')
+		*x <<= 20;
+	if (*end && strchr("kKmM", *end))
+		end++;
+	return !errno && end != v && !*end;
+}
+
+/* A number from the environment, with a K or M suffix; @dflt when unset
+ * (env_numbers_ok() has refused malformed values). */
 long dc_env_long(const char *name, long dflt)
 {
 	const char *v = getenv(name);
-	char *end;
 	long x;
 
 	if (!v || !*v)
 		return dflt;
-	x = strtol(v, &end, 0);
-	if (*end == 'k' || *end == 'K')
-		x <<= 10;
-	else if (*end == 'm' || *end == 'M')
-		x <<= 20;
+	parse_number(v, &x);
 	return x;
 }
 
@@ -468,15 +480,9 @@ static int env_numbers_ok(void)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *v = getenv(names[i]);
-		char *end;
+		long x;
 
-		if (!v || !*v)
-			continue;
-		errno = 0;
-		strtol(v, &end, 0);
-		if (*end && strchr("kKmM", *end))
-			end++;
-		if (errno || end == v || *end)
+		if (v && *v && !parse_number(v, &x))
 			return dc_fail(-EINVAL, "%s=%s: not a number (K and M suffixes allowed)",
 				       names[i], v);
 	}

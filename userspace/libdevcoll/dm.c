@@ -4,8 +4,8 @@
  * queue of DEVCOLL_DEVMEM_IFACE through libdevmem, every data connection
  * from a rank on another host steered there by an ntuple rule on its
  * 4-tuple and received with recvmsg(MSG_SOCK_DEVMEM); ranks on this host
- * come over loopback, on the plain path. Payload fragments are read in place from the
- * dma-buf's CPU mapping: copied once into the destination, or for a
+ * come over loopback, on the plain path. Payload fragments are read in
+ * place from the dma-buf's CPU mapping: copied once into the destination, or for a
  * reduction, reduced straight from the fragments into the result, with no
  * staging copy. Tokens go back to the kernel after every receive call, in
  * batches (libdevmem coalesces them).
@@ -154,8 +154,6 @@ static int rdpm_open(struct rdpm_client **out)
 	return 0;
 }
 
-/* An error of the direct path; refused privilege is the usual case of a
- * job that expected rdpmd, so say so. */
 /*
  * A peer on this host (its address is one of this namespace's) is reached
  * over loopback, whose packets carry host pages that recvmsg(MSG_SOCK_DEVMEM)
@@ -182,6 +180,8 @@ static bool peer_is_local(int fd)
 	return ok;
 }
 
+/* An error of the direct path; refused privilege is the usual case of a
+ * job that expected rdpmd, so say so. */
 static int direct_fail(int ret)
 {
 	if (ret == -EPERM || ret == -EACCES)

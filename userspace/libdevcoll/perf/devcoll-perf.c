@@ -221,10 +221,7 @@ static int run_devcoll(const struct compare *x, const char *out)
 /* Open MPI: mpirun, TCP BTL (in the namespaces through ip netns exec). */
 static int run_mpi(const struct compare *x, const char *out)
 {
-	char *mpi_if = x->mpi_if;
-	const char *dir = x->dir;
-	char **bargs = x->bargs, prog[4200];
-	int np = x->np, nb = x->nb;
+	char prog[4200];
 
 	snprintf(prog, sizeof(prog), "%s/devcoll-perf-mpi", self_dir);
 	if (access(prog, X_OK)) {
@@ -234,7 +231,7 @@ static int run_mpi(const struct compare *x, const char *out)
 	char *margs[200], npb[16], rankfile[4400];
 	int m = 0;
 
-	snprintf(npb, sizeof(npb), "%d", np);
+	snprintf(npb, sizeof(npb), "%d", x->np);
 	if (nnetns) {
 		/* mpirun in rank 0's namespace, its PMIx server reachable
 		 * from the others over the network (PMIx uses TCP) */
@@ -263,7 +260,7 @@ static int run_mpi(const struct compare *x, const char *out)
 	margs[m++] = "tcp,self";
 	margs[m++] = "--mca";
 	margs[m++] = "btl_tcp_if_include";
-	margs[m++] = mpi_if ? mpi_if : "lo";
+	margs[m++] = x->mpi_if ? x->mpi_if : "lo";
 	if (nnetns && pmix_ifname) {
 		margs[m++] = "--mca";
 		margs[m++] = "oob_tcp_if_include";
@@ -274,7 +271,7 @@ static int run_mpi(const struct compare *x, const char *out)
 		static char cmd[9000];
 		FILE *f;
 
-		snprintf(rankfile, sizeof(rankfile), "%s/ns.list", dir);
+		snprintf(rankfile, sizeof(rankfile), "%s/ns.list", x->dir);
 		f = fopen(rankfile, "w");
 		for (int i = 0; f && i < nnetns; i++)
 			fprintf(f, "%s\n", netns_list[i]);
@@ -288,8 +285,8 @@ static int run_mpi(const struct compare *x, const char *out)
 		margs[m++] = "sh";
 	}
 	margs[m++] = prog;
-	for (int i = 1; i < nb; i++)
-		margs[m++] = bargs[i];
+	for (int i = 1; i < x->nb; i++)
+		margs[m++] = x->bargs[i];
 	margs[m] = NULL;
 	pid_t p = fork();
 
