@@ -524,7 +524,7 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 		return dc_fail(-EINVAL, "DEVCOLL_ROOTED_ALGO=%s: want chain, tree or auto", ra);
 	c->tcp_cc_set = cc && *cc;
 	if (!c->tcp_cc_set)
-		cc = "cubic";
+		cc = "reno";
 	else if (!strcmp(cc, "system"))
 		cc = "";
 	if (strlen(cc) >= sizeof(c->tcp_cc))

@@ -139,11 +139,13 @@ struct hello {
 };
 
 /*
- * TCP_NODELAY; non-blocking; the congestion control: cubic unless set. BBR,
- * the default of some distributions and clouds, paces every connection at
- * its estimate of the path's rate; between ranks of one host that halved the
- * throughput of 2 to 8 MiB allreduces (see Documentation/devcoll.rst). Where
- * cubic is missing the system's default stays.
+ * TCP_NODELAY; non-blocking; the congestion control: reno unless set.
+ * Cubic's HyStart takes a train of ACKs a few microseconds apart, as between
+ * ranks of one host or one rack, for a full queue and leaves slow start with
+ * a window of a few dozen segments; over veth that made 512 KiB to 8 MiB
+ * allreduces 3x slower. BBR, the default of some distributions, paces each
+ * connection at its estimate of the path's rate, which halved loopback
+ * throughput. See Documentation/devcoll.rst.
  */
 static int tune(devcoll_comm *c, int fd)
 {
