@@ -594,6 +594,10 @@ static int exec_op(devcoll_comm *c, struct op *o)
 
 	if (c->err)
 		return dc_fail(c->err, "%s", c->errmsg);
+	/* an rdpmd event that came between operations fails the next one
+	 * (a poll of its socket, only where rdpmd made the binding) */
+	if (c->dm && (ret = dc_dm_check(c)))
+		return ret;
 	if (o->kind != K_SEND && o->kind != K_RECV)
 		c->seq++;
 	switch (o->kind) {

@@ -19,13 +19,22 @@
  * dup'ed from one share its binding (a queue takes one) and add their own
  * rules. A rank whose set-up failed tells the others (dm_agree), so every
  * rank fails with its message.
+ *
+ * rdpmd drops a binding when the NIC goes down or away, an administrator
+ * drains it or a reload revokes access, and says so on the client socket.
+ * That socket is in every sharing communicator's epoll set: the engine reads
+ * the events when woken by it, an operation at its start, and a failure
+ * before it is reported (dc_dm_dead), so the communicator fails naming the
+ * event rather than at a receive that no longer lands in the dma-buf.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "devmem.h"
@@ -46,6 +55,8 @@ struct dm_core {
 	unsigned int queue;
 	pthread_mutex_t lock;	/* the nic handle's rules, the rdpm client */
 	int refs;
+	int dead;		/* rdpmd dropped the binding: the error (under lock) */
+	char why[200];		/* and what happened */
 };
 
 struct dm_state {
@@ -101,7 +112,7 @@ static void core_put(struct dm_core *k)
 	if (k->rdpm) {
 		/* unregistered before closing so that nothing is left once
 		 * the communicator is gone, not once rdpmd gets to it */
-		if (k->handle)
+		if (k->handle && !k->dead)
 			rdpm_unregister(k->rdpm, k->handle);
 		rdpm_close(k->rdpm);
 	}
@@ -113,6 +124,48 @@ static void core_put(struct dm_core *k)
 		devmem_nic_close(k->nic, false);
 	pthread_mutex_destroy(&k->lock);
 	free(k);
+}
+
+static void core_dead(struct dm_core *k, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* rdpmd dropped the binding (k->lock held). Shutting the client socket down
+ * makes it readable for good, so every communicator sharing the core wakes
+ * and fails, not only the one that read the event; rdpmd then releases what
+ * is left of the client. */
+static void core_dead(struct dm_core *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(k->why, sizeof(k->why), fmt, ap);
+	va_end(ap);
+	k->dead = -ENETDOWN;
+	shutdown(rdpm_fd(k->rdpm), SHUT_RDWR);
+}
+
+/* Reads rdpmd's pending events (k->lock held). */
+static void core_events(struct dm_core *k)
+{
+	static const char *const what[] = {
+		[RDPM_EVENT_LINK_DOWN] = "went down",
+		[RDPM_EVENT_REMOVED] = "was removed",
+		[RDPM_EVENT_DRAINED] = "was drained by an administrator",
+		[RDPM_EVENT_CONFIG] = "is no longer allowed to this user (rdpmd's configuration "
+				      "was reloaded)",
+	};
+	struct rdpm_event_info ev;
+	int ret;
+
+	while (!k->dead && (ret = rdpm_next_event(k->rdpm, &ev, 0))) {
+		if (ret < 0)	/* rdpmd exited: the kernel unbound its dma-bufs */
+			core_dead(k, "lost rdpmd (%s); devmem receive stopped",
+				  devmem_last_error());
+		else if (!ev.handle || ev.handle == k->handle)
+			core_dead(k, "rdpmd: %s %s; devmem receive stopped", ev.ifname,
+				  ev.event < sizeof(what) / sizeof(what[0]) && what[ev.event] ?
+				  what[ev.event] : "lost the binding (unknown event)");
+	}
 }
 
 /*
@@ -259,10 +312,14 @@ static int steer(struct dm_core *k, const struct devmem_flow *f, uint32_t *id)
 	int ret;
 
 	pthread_mutex_lock(&k->lock);
-	if (k->rdpm)
+	if (k->rdpm) {
 		ret = rdpm_steer(k->rdpm, k->handle, f, &q, id);
-	else
+		/* the client queues events that came before the reply, where
+		 * no communicator's epoll sees them */
+		core_events(k);
+	} else {
 		ret = devmem_nic_flow_add(k->nic, f, &t, id);
+	}
 	pthread_mutex_unlock(&k->lock);
 	return ret;
 }
@@ -295,6 +352,12 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 	}
 	d->nic = d->core->nic;
 	d->map = d->core->map;
+	if (d->core->rdpm) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = DC_EPOLL_RDPM };
+
+		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, rdpm_fd(d->core->rdpm), &ev))
+			return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
+	}
 	for (int i = 0; i < nc; i++) {
 		struct conn *k = &c->conns[i];
 		struct devmem_flow f;
@@ -356,6 +419,31 @@ int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 	return dm_agree(c, dm_setup(c, parent));
 }
 
+int dc_dm_dead(devcoll_comm *c, char *why, size_t len)
+{
+	struct dm_state *d = c->dm;
+	struct dm_core *k = d ? d->core : NULL;
+	int dead;
+
+	if (!k || !k->rdpm)
+		return 0;
+	pthread_mutex_lock(&k->lock);
+	core_events(k);
+	dead = k->dead;
+	if (dead)
+		snprintf(why, len, "%s", k->why);
+	pthread_mutex_unlock(&k->lock);
+	return dead;
+}
+
+int dc_dm_check(devcoll_comm *c)
+{
+	char why[sizeof(((struct dm_core *)0)->why)];
+	int dead = dc_dm_dead(c, why, sizeof(why));
+
+	return dead ? dc_comm_fail(c, dead, "%s", why) : 0;
+}
+
 void dc_dm_free(devcoll_comm *c)
 {
 	struct dm_state *d = c->dm;
@@ -373,13 +461,17 @@ void dc_dm_free(devcoll_comm *c)
 			c->conns[i].drx = NULL;
 		}
 	if (d->core) {
-		pthread_mutex_lock(&d->core->lock);
+		struct dm_core *k = d->core;
+
+		pthread_mutex_lock(&k->lock);
 		for (unsigned int i = 0; i < d->nrules; i++)
-			if (d->core->rdpm)
-				rdpm_unsteer(d->core->rdpm, d->rules[i]);
-			else
+			if (!k->rdpm)
 				devmem_nic_flow_del(d->nic, d->rules[i]);
-		pthread_mutex_unlock(&d->core->lock);
+			else if (!k->dead)	/* else rdpmd removed them */
+				rdpm_unsteer(k->rdpm, d->rules[i]);
+		if (k->rdpm && d->nrules)
+			core_events(k);	/* for the communicators still sharing it */
+		pthread_mutex_unlock(&k->lock);
 		core_put(d->core);
 	}
 	free(d->rules);

@@ -81,6 +81,7 @@ struct devcoll_comm {
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;
 	int wakefd;		/* eventfd in epfd: a send/recv was posted */
+#define DC_EPOLL_RDPM (UINT32_MAX - 1)	/* epfd's tag of the rdpmd client socket */
 	uint32_t seq;		/* collectives started */
 	uint32_t *p2p_sseq, *p2p_rseq;
 	int err;		/* sticky */
@@ -160,6 +161,11 @@ int64_t dc_now_ms(void);
 /* devmem path (dm.c) */
 int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);
 void dc_dm_free(devcoll_comm *c);
+/* rdpmd's events, read now (a syscall: not for the hot path): once one
+ * dropped the binding, its error with what happened in @why, else 0. */
+int dc_dm_dead(devcoll_comm *c, char *why, size_t len);
+/* The same, failing the communicator: 0 or its error. */
+int dc_dm_check(devcoll_comm *c);
 /* Receives a header or payload of a devmem connection: like recv(). With @red
  * it reduces the bytes into @dst instead of copying them. */
 ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red,

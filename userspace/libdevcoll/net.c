@@ -54,10 +54,17 @@ int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 
 	if (!c->err) {
 		char msg[400];
+		/* a binding rdpmd dropped is the reason for whatever failed
+		 * (a receive, a peer's closed connection) */
+		int dead = c->dm ? dc_dm_dead(c, msg, sizeof(msg)) : 0;
 
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
+		if (dead) {
+			err = dead;
+		} else {
+			va_start(ap, fmt);
+			vsnprintf(msg, sizeof(msg), fmt, ap);
+			va_end(ap);
+		}
 		snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: %s", c->rank, msg);
 		c->err = err;
 		for (int i = 0; i < c->size * (int)c->nconns; i++)
@@ -609,10 +616,16 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 					   recv_left ? "" : " to take data");
 			goto out;
 		}
-		if (epoll_wait(c->epfd, evs, 16, (int)left) < 0 && errno != EINTR) {
+		int nev = epoll_wait(c->epfd, evs, 16, (int)left);
+
+		if (nev < 0 && errno != EINTR) {
 			ret = dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));
 			goto out;
 		}
+		/* rdpmd's socket is read only when it wakes the engine */
+		for (int i = 0; i < nev; i++)
+			if (evs[i].data.u32 == DC_EPOLL_RDPM && (ret = dc_dm_check(c)))
+				goto out;
 	}
 out:
 	if (rs != rs_stack)

@@ -259,6 +259,8 @@ void dc_p2p_batch(devcoll_comm *c)
 	int64_t deadline = dc_now_ms() + c->timeout_ms;
 	int ret = b.sown ? 0 : -ENOMEM;
 
+	if (!ret && c->dm)	/* as exec_op: an rdpmd event since the last operation */
+		ret = dc_dm_check(c);
 	b.rown = b.sown + nk;
 	for (;;) {
 		while (c->qhead && is_p2p(c->qhead)) {
@@ -289,12 +291,17 @@ void dc_p2p_batch(devcoll_comm *c)
 			/* sockets, or the eventfd a new post writes to */
 			struct epoll_event evs[16];
 			int64_t left = deadline - dc_now_ms();
+			int n = 0;
 
 			if (left <= 0)
 				ret = dc_comm_fail(c, -ETIMEDOUT, "send/recv made no progress for %d ms",
 						   c->timeout_ms);
-			else if (epoll_wait(c->epfd, evs, 16, (int)left) < 0 && errno != EINTR)
+			else if ((n = epoll_wait(c->epfd, evs, 16, (int)left)) < 0 &&
+				 errno != EINTR)
 				ret = dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));
+			for (int i = 0; !ret && i < n; i++)
+				if (evs[i].data.u32 == DC_EPOLL_RDPM)
+					ret = dc_dm_check(c);
 		}
 		pthread_mutex_lock(&c->mtx);
 	}
