@@ -11,7 +11,8 @@
 # Every run must be right and the devmem runs must give the same results as
 # the plain one, with their payload through the dma-buf; a dup'ed communicator shares the binding; nothing is left on the
 # NICs afterwards. An unauthorised rank and a missing daemon fail every
-# rank, saying why.
+# rank, saying why; so does a drain of rank 0's NIC by rdpmctl during a job,
+# within 10 s.
 . "$(dirname "$0")/../lib.sh"
 
 prog=/devtcp/selftests/coll/coll_check
@@ -201,6 +202,53 @@ done
 check "... and nothing is left on dta" within_1s nothing_left ns1 dta
 check "... nor on dtb" within_1s nothing_left ns2 dtb
 AS1=("${USER1000[@]}")
+
+# A drain during a job: both ranks (uid 1000, through rdpmd) loop on
+# allreduces on the world and, on a second thread, on a dup sharing the
+# binding; rdpmctl drains dta. Rank 0 hears of it from rdpmd: both its
+# communicators fail naming the drain, and shut their connections down, so
+# rank 1 fails too: every rank within 10 s, where the timeout is 60 s.
+loop=/devtcp/selftests/coll/coll_loop
+declare -A DRAIN_PID
+for r in 1 0; do
+	ns=ns$((r + 1)) dev=dt$([ $r = 0 ] && echo a || echo b)
+	ip netns exec $ns "${USER1000[@]}" env DEVCOLL_RANK=$r DEVCOLL_SIZE=2 \
+		DEVCOLL_ADDR=10.99.0.1:7900 DEVCOLL_RX=devmem DEVCOLL_DEVMEM_IFACE=$dev \
+		DEVCOLL_DEVMEM_RDPM=on RDPM_SOCKET=/tmp/rdpm/$ns.sock DEVCOLL_TIMEOUT_MS=60000 \
+		DEVCOLL_LOOP_S=300 timeout 400 $loop > /tmp/coll.drain.$r 2> /tmp/coll.drain.$r.err &
+	DRAIN_PID[$r]=$!
+done
+looping() { grep -q looping /tmp/coll.drain.0 && grep -q looping /tmp/coll.drain.1; }
+exited() { ! kill -0 "${DRAIN_PID[0]}" 2> /dev/null && ! kill -0 "${DRAIN_PID[1]}" 2> /dev/null; }
+for _ in $(seq 600); do
+	looping || exited && break
+	sleep 0.2
+done
+check "drain: both ranks loop on allreduces through rdpmd's bindings" looping
+t0=$(date +%s%N)
+check "drain: rdpmctl drains dta" /devtcp/rdpm/rdpmctl -s /tmp/rdpm/ns1.sock drain dta
+while ! exited && [ $(($(date +%s%N) - t0)) -lt 10000000000 ]; do
+	sleep 0.05
+done
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "drain: every rank exits within 10 s of it (took $ms ms)" exited
+kill "${DRAIN_PID[0]}" "${DRAIN_PID[1]}" 2> /dev/null
+wait "${DRAIN_PID[0]}"
+rc0=$?
+wait "${DRAIN_PID[1]}"
+rc1=$?
+cat /tmp/coll.drain.0.err /tmp/coll.drain.1.err
+check "drain: rank 0 exits with an error ($rc0)" test $rc0 = 1
+check "drain: rank 1 exits with an error ($rc1)" test $rc1 = 1
+check "drain: rank 0's world and dup fail with -ENETDOWN, naming the drain" \
+	test "$(grep -c 'failed (-100): rank 0: rdpmd: dta was drained by an administrator; devmem receive stopped$' \
+		/tmp/coll.drain.0.err)" = 2
+check "drain: rank 1's world and dup fail, rank 0 having shut its connections down" \
+	test "$(grep -c 'failed (-[0-9]*): rank 1: .*rank 0' /tmp/coll.drain.1.err)" = 2
+check "drain: ns1's rdpmd logs it" \
+	grep -q 'dta: drained by pid [0-9]* uid 0: 1 binding(s) removed' /tmp/rdpm/ns1.log
+check "... and nothing is left on dta" within_1s nothing_left ns1 dta
+check "... nor on dtb" within_1s nothing_left ns2 dtb
 
 check "rdpmd in ns1 exits cleanly" stop_rdpmd ns1
 check "rdpmd in ns2 exits cleanly" stop_rdpmd ns2
