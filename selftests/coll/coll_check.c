@@ -4,8 +4,8 @@
  * script; DEVCOLL_RX=devmem for the devmem receive path): collectives over
  * every type and op with sizes up to 16 MiB, each checked against the
  * reference, and a hash of every result printed, so the script can compare
- * the devmem run with the plain one; then an allreduce on a dup'ed
- * communicator. Exit 0 when all results are right.
+ * the devmem run with the plain one; in-place allreduces; then an allreduce
+ * on a dup'ed communicator. Exit 0 when all results are right.
  */
 #include "common.h"
 
@@ -70,6 +70,28 @@ int main(void)
 				printf("reduce_scatter %s %s %zu %016llx\n", devcoll_dtype_name(t),
 				       devcoll_op_name(op), n, (unsigned long long)fnv(b, n * es));
 			}
+	/* in place: the reduction's other operand is the result buffer itself */
+	static const struct { enum devcoll_dtype t; enum devcoll_op op; size_t n; } ip[] = {
+		{ DEVCOLL_FP32, DEVCOLL_SUM, 1u << 20 }, { DEVCOLL_BF16, DEVCOLL_SUM, 65537 },
+		{ DEVCOLL_INT8, DEVCOLL_MAX, 1031 }, { DEVCOLL_FP64, DEVCOLL_AVG, 65537 },
+	};
+	for (unsigned int k = 0; k < sizeof(ip) / sizeof(ip[0]); k++) {
+		size_t bad = 0;
+
+		fill(ip[k].t, b, ip[k].n, r, ip[k].op, 0);
+		ret = devcoll_allreduce(c, b, b, ip[k].n, ip[k].t, ip[k].op);
+		for (size_t i = 0; !ret && i < ip[k].n; i++)
+			bad += check_one(ip[k].t, ip[k].op, W, b, i, i);
+		if (ret || bad) {
+			fprintf(stderr, "in-place allreduce %s %s %zu: %s (%zu wrong)\n",
+				devcoll_dtype_name(ip[k].t), devcoll_op_name(ip[k].op), ip[k].n,
+				ret ? devcoll_last_error() : "", bad);
+			fails++;
+		}
+		printf("in-place allreduce %s %s %zu %016llx\n", devcoll_dtype_name(ip[k].t),
+		       devcoll_op_name(ip[k].op), ip[k].n,
+		       (unsigned long long)fnv(b, ip[k].n * devcoll_dtype_size(ip[k].t)));
+	}
 	/* data movement: 4 MiB blocks */
 	size_t n = 4u << 20;
 

@@ -482,10 +482,11 @@ void dc_dm_free(devcoll_comm *c)
 	c->dm = NULL;
 }
 
-/* Reduces @len bytes at @src into @dst + @pos (both counted from an element
- * boundary of the chunk), carrying a split element over. */
-static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, const char *src,
-			 size_t len, reduce_fn red, size_t es)
+/* dst + pos = a + pos OP the @len bytes at @src (positions counted from an
+ * element boundary of the chunk; @a may be @dst), carrying a split element
+ * over. */
+static void reduce_bytes(struct dm_state *d, int ci, char *dst, const char *a, size_t pos,
+			 const char *src, size_t len, reduce_fn red, size_t es)
 {
 	unsigned int *cl = &d->carry_len[ci];
 
@@ -499,7 +500,7 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, cons
 		pos += take;
 		if (*cl < es)
 			return;
-		red(dst + pos - es, dst + pos - es, d->carry[ci], 1);
+		red(dst + pos - es, a + pos - es, d->carry[ci], 1);
 		*cl = 0;
 	}
 	size_t nel = len / es;
@@ -512,11 +513,11 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, cons
 				size_t m = nel - done < sizeof(bounce) / es ? nel - done : sizeof(bounce) / es;
 
 				memcpy(bounce, src + done * es, m * es);
-				red(dst + pos + done * es, dst + pos + done * es, bounce, m);
+				red(dst + pos + done * es, a + pos + done * es, bounce, m);
 				done += m;
 			}
 		} else {
-			red(dst + pos, dst + pos, src, nel);
+			red(dst + pos, a + pos, src, nel);
 		}
 	}
 	if (len % es) {
@@ -525,7 +526,8 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, size_t pos, cons
 	}
 }
 
-ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red, size_t es)
+ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, size_t len,
+		   reduce_fn red, size_t es)
 {
 	struct dm_state *d = c->dm;
 	unsigned int nf = 0;
@@ -549,7 +551,7 @@ ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduc
 		else
 			d->dmabuf_bytes += f->len;
 		if (red)
-			reduce_bytes(d, ci, dst, pos, src, f->len, red, es);
+			reduce_bytes(d, ci, dst, a, pos, src, f->len, red, es);
 		else
 			memcpy((char *)dst + pos, src, f->len);
 		pos += f->len;

@@ -167,9 +167,9 @@ int dc_dm_dead(devcoll_comm *c, char *why, size_t len);
 /* The same, failing the communicator: 0 or its error. */
 int dc_dm_check(devcoll_comm *c);
 /* Receives a header or payload of a devmem connection: like recv(). With @red
- * it reduces the bytes into @dst instead of copying them. */
-ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len, reduce_fn red,
-		   size_t esize);
+ * it writes dst = @a OP the bytes instead of copying them (@a may be @dst). */
+ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, size_t len,
+		   reduce_fn red, size_t esize);
 
 /* coll.c: an operation, as queued */
 struct op {

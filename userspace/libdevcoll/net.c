@@ -314,7 +314,7 @@ ssize_t dc_conn_recv(devcoll_comm *c, struct conn *k, void *dst, size_t len)
 	ssize_t n;
 
 	if (k->drx)
-		return dc_dm_recv(c, k, dst, len, NULL, 0);
+		return dc_dm_recv(c, k, dst, NULL, len, NULL, 0);
 	n = recv(k->fd, dst, len, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EINTR ? -EAGAIN : -errno;
@@ -429,10 +429,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			k->rpay_got = 0;
 			/* a reduction lands in the connection's cache-sized slot
 			 * and is reduced from there as soon as the chunk is in;
-			 * devmem reduces the fragments into the result in place,
-			 * which must hold this rank's data first */
-			if (k->drx && x->red && st->tmp && st->init && h->len)
-				memcpy(st->rptr + h->off, st->init + h->off, h->len);
+			 * devmem reduces straight from the fragments */
 			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * c->chunk
 						    : st->rptr + h->off;
 		}
@@ -440,11 +437,14 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 		bool direct_red = k->drx && x->red && st->tmp;
 
 		if (k->rpay_got < k->rpay_len) {
-			if (direct_red)	/* devmem: reduce from the fragments in place */
-				n = dc_dm_recv(c, k, st->rptr + k->rchunk * c->chunk + k->rpay_got,
+			if (direct_red) {	/* devmem: reduce from the fragments in place */
+				size_t at = k->rchunk * c->chunk + k->rpay_got;
+
+				n = dc_dm_recv(c, k, st->rptr + at, (st->init ? st->init : st->rptr) + at,
 					       k->rpay_len - k->rpay_got, x->red, x->esize);
-			else
+			} else {
 				n = dc_conn_recv(c, k, k->rdst + k->rpay_got, k->rpay_len - k->rpay_got);
+			}
 			if (n == -EAGAIN)
 				return progress;
 			if (n < 0)
