@@ -511,12 +511,88 @@ static int do_alltoall(devcoll_comm *c, const struct op *o)
 	return ret;
 }
 
+/*
+ * Gather and scatter of small blocks: binomial trees over virtual ranks
+ * vr = (rank - root) mod n, so that the root handles log2(n) messages
+ * instead of n - 1. Rank vr's subtree is vr .. vr + lowbit(vr) - 1 (clipped
+ * to n): it collects the subtree's blocks in virtual order and sends them
+ * to its parent as one message (scatter: the reverse). The root turns
+ * virtual order into rank order and back. Up to 3 ranks the tree is the
+ * linear exchange; for large blocks the forwarding only adds copies. The
+ * link from level l's child is step 300 + l (the other trees: 100, 200).
+ */
+static bool want_gs_tree(devcoll_comm *c, size_t all)
+{
+	if (c->rooted != ROOTED_AUTO)
+		return c->rooted == ROOTED_TREE;
+	return c->size > 3 && all <= c->small_max;
+}
+
+static int tree_gather_scatter(devcoll_comm *c, struct wire_hdr *t, const struct op *o,
+			       size_t blk, bool gather)
+{
+	int n = c->size, root = o->root, vr = MOD(c->rank - root, n), top = 1, ret = 0;
+	size_t sz, head = (size_t)(n - root) * blk;	/* at the root: ranks root .. n - 1 */
+	uint32_t lvl = 0;
+	char *buf;
+
+	/* top: vr's lowest set bit (the link to its parent, at level lvl);
+	 * the root's is the power of two >= n */
+	for (; top < n && !(vr & top); top <<= 1)
+		lvl++;
+	sz = (size_t)(vr + top < n ? top : n - vr);
+	/* a leaf sends or receives its own block in place */
+	buf = sz > 1 ? scratch(c, sz * blk) : gather ? (char *)o->send : o->recv;
+	if (sz > 1 && !buf)
+		return dc_fail(-ENOMEM, "out of memory");
+	if (gather) {
+		if (sz > 1 && blk)
+			memcpy(buf, o->send, blk);
+		/* the child at vr + m (level l) sends its subtree's blocks */
+		for (int m = 1, l = 0; m < top && vr + m < n && !ret; m <<= 1, l++) {
+			int k = vr + m, kn = m < n - k ? m : n - k;
+
+			ret = sendrecv(c, t, 300 + (uint32_t)l, -1, NULL, 0, MOD(k + root, n),
+				       buf + (size_t)m * blk, (size_t)kn * blk);
+		}
+		if (!ret && vr)
+			ret = sendrecv(c, t, 300 + lvl, MOD(vr - top + root, n), buf, sz * blk, -1,
+				       NULL, 0);
+		if (!ret && !vr && blk) {
+			memcpy((char *)o->recv + (size_t)root * blk, buf, head);
+			memcpy(o->recv, buf + head, (size_t)root * blk);
+		}
+		return ret;
+	}
+	if (!vr && blk) {
+		memcpy(buf, (const char *)o->send + (size_t)root * blk, head);
+		memcpy(buf + head, o->send, (size_t)root * blk);
+	}
+	if (vr)
+		ret = sendrecv(c, t, 300 + lvl, -1, NULL, 0, MOD(vr - top + root, n), buf,
+			       sz * blk);
+	/* the largest subtree first, as in tree_bcast */
+	for (int m = top >> 1, l = (int)lvl - 1; m > 0 && !ret; m >>= 1, l--) {
+		int k = vr + m, kn = m < n - k ? m : n - k;
+
+		if (k < n)
+			ret = sendrecv(c, t, 300 + (uint32_t)l, MOD(k + root, n),
+				       buf + (size_t)m * blk, (size_t)kn * blk, -1, NULL, 0);
+	}
+	if (!ret && sz > 1 && blk)
+		memcpy(o->recv, buf, blk);
+	return ret;
+}
+
 static int do_gather_scatter(devcoll_comm *c, const struct op *o, bool gather)
 {
 	size_t es = devcoll_dtype_size(o->type), blk = o->count * es;
 	struct wire_hdr t = tmpl(c, gather ? K_GATHER : K_SCATTER, o);
 	int n = c->size, r = c->rank, ret = 0;
 
+	if (n > 1 && want_gs_tree(c, blk * (size_t)n))
+		return tree_gather_scatter(c, &t, o, blk, gather);
+	/* linear: the root exchanges a block with each rank in turn */
 	if (r != o->root) {
 		if (gather)
 			return sendrecv(c, &t, 0, o->root, o->send, blk, -1, NULL, 0);

@@ -62,7 +62,8 @@ struct endpoint {
 
 struct op;
 
-/* Broadcast and reduce (DEVCOLL_ROOTED_ALGO=tree|chain|auto). */
+/* Broadcast, reduce, gather and scatter (DEVCOLL_ROOTED_ALGO=tree|chain|auto;
+ * chain: linear for gather and scatter). */
 enum rooted_algo { ROOTED_AUTO, ROOTED_TREE, ROOTED_CHAIN };
 
 struct devcoll_comm {

@@ -6,7 +6,8 @@
  * Worlds alternate the algorithm choice (auto, ring, rd, tree, hd) through
  * DEVCOLL_ALGO, and that of broadcast and reduce (auto, chain, tree) through
  * DEVCOLL_ROOTED_ALGO; then broadcast and reduce alone with the chain forced,
- * and chosen automatically, on 2 to 8 ranks.
+ * and chosen automatically, on 2 to 8 ranks; then gather and scatter alone
+ * with the tree forced, linear forced (chain) and chosen, on 1 to 8 ranks.
  */
 #include "common.h"
 
@@ -415,6 +416,70 @@ static int rooted_check(devcoll_comm *comm, void *arg)
 	return x.fails ? 1 : 0;
 }
 
+/* one gather and one scatter; @key varies the data, odd: in place at the
+ * root; non-roots pass NULL for the buffer that does not matter to them on
+ * odd counts, and every rank passes NULL for both on count 0; guard bytes
+ * after the root's and the receivers' buffers */
+static void gs_case(devcoll_comm *comm, struct ctx *x, enum devcoll_dtype t, size_t n, int root,
+		    unsigned int key)
+{
+	int r = devcoll_comm_rank(comm), W = devcoll_comm_size(comm), ret;
+	size_t bl = n * devcoll_dtype_size(t), all = bl * (size_t)W;
+	bool me = r == root, inplace = me && key & 1, nul = !me && n & 1;
+	char *in = inplace ? x->b + (size_t)r * bl : x->a;
+	char *out = inplace ? x->a + (size_t)r * bl : x->b;
+
+	memset(x->b, 0x5a, all + 16);
+	fillp(in, bl, r, key);
+	ret = devcoll_gather(comm, n ? in : NULL, nul || !n ? NULL : x->b, n, t, root);
+	for (int k = 0; !ret && me && k < W; k++)
+		if (!okp(x->b + (size_t)k * bl, bl, k, key))
+			ret = -1;
+	if (!ret && me && (uint8_t)x->b[all] != 0x5a)
+		ret = -2;
+	if (ret)
+		FAIL(x, "gather %s n=%zu root %d%s: %s", devcoll_dtype_name(t), n, root,
+		     inplace ? " in place" : "", ret == -1 ? "wrong" :
+		     ret == -2 ? "wrote past the end" : devcoll_last_error());
+	for (int k = 0; me && k < W; k++)
+		fillp(x->a + (size_t)k * bl, bl, k, key + 100);
+	memset(x->b, 0x5a, bl + 16);
+	ret = devcoll_scatter(comm, nul || !n ? NULL : x->a, n ? out : NULL, n, t, root);
+	if (!ret && !okp(out, bl, r, key + 100))
+		ret = -1;
+	if (!ret && !inplace && (uint8_t)x->b[bl] != 0x5a)
+		ret = -2;
+	if (ret)
+		FAIL(x, "scatter %s n=%zu root %d%s: %s", devcoll_dtype_name(t), n, root,
+		     inplace ? " in place" : "", ret == -1 ? "wrong" :
+		     ret == -2 ? "wrote past the end" : devcoll_last_error());
+}
+
+/* gather and scatter alone: three types, every root, counts 0, 1, primes
+ * and those around the tree's limit (DEVCOLL_SMALL_MAX=8K: the root's
+ * whole buffer up to 8 KiB) */
+static int gs_check(devcoll_comm *comm, void *arg)
+{
+	static const enum devcoll_dtype ts[] = { DEVCOLL_UINT8, DEVCOLL_INT32, DEVCOLL_FP64 };
+	struct ctx x = { 0 };
+	int W = devcoll_comm_size(comm);
+
+	(void)arg;
+	x.a = malloc(4099 * 8 * 8 + 16);
+	x.b = malloc(4099 * 8 * 8 + 16);
+	for (unsigned int ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++) {
+		size_t c0 = 8192 / ((size_t)W * devcoll_dtype_size(ts[ti]));
+		const size_t cn[] = { 0, 1, 2, 3, 7, 13, 31, c0 - 1, c0, c0 + 1, 4099 };
+
+		for (unsigned int ci = 0; ci < sizeof(cn) / sizeof(cn[0]); ci++)
+			for (int root = 0; root < W; root++)
+				gs_case(comm, &x, ts[ti], cn[ci], root, ci + (unsigned int)root);
+	}
+	free(x.a);
+	free(x.b);
+	return x.fails ? 1 : 0;
+}
+
 int main(void)
 {
 	static const char *const algos[] = { "auto", "ring", "rd", "tree", "hd" };
@@ -487,6 +552,26 @@ int main(void)
 		}
 		printf("%s: broadcast and reduce with DEVCOLL_ROOTED_ALGO=%s on 2 to 8 ranks (%.1f s)\n",
 		       bad ? "FAIL" : "ok", mode ? "auto" : "chain", now_s() - t0);
+		fails += bad;
+	}
+	/* gather and scatter: the tree forced, linear forced, and chosen by
+	 * size (still DEVCOLL_SMALL_MAX=8K and 4 KiB chunks) */
+	for (int mode = 0; mode < 3; mode++) {
+		static const char *const gs[] = { "tree", "chain", "auto" };
+		double t0 = now_s();
+		int bad = 0;
+
+		setenv("DEVCOLL_ROOTED_ALGO", gs[mode], 1);
+		for (int n = 1; n <= 8; n++) {
+			o.nconns = (unsigned int)(n % 3) + 1;
+			if (run_world(n, &o, gs_check, NULL, st, 120)) {
+				printf("FAIL: gather/scatter, DEVCOLL_ROOTED_ALGO=%s, %d ranks\n",
+				       gs[mode], n);
+				bad++;
+			}
+		}
+		printf("%s: gather and scatter with DEVCOLL_ROOTED_ALGO=%s on 1 to 8 ranks "
+		       "(%.1f s)\n", bad ? "FAIL" : "ok", gs[mode], now_s() - t0);
 		fails += bad;
 	}
 	unsetenv("DEVCOLL_ROOTED_ALGO");

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Failures: a peer killed mid-collective (large ring and small recursive
- * doubling), mismatched collectives (count, op, type, kind, root), a peer
+ * doubling allreduces, tree gather and scatter), mismatched collectives
+ * (count, op, type, kind, root; count in a tree gather and scatter), a peer
  * that never shows up (timeout). Every surviving rank must get an error
  * within the timeout: never a hang, never wrong data.
  */
@@ -13,6 +14,7 @@
 struct kill_arg {
 	size_t count;
 	int victim;
+	int kind;	/* 0: allreduce, 1: gather, 2: scatter (root 0) */
 };
 
 static void *killer(void *arg)
@@ -28,14 +30,17 @@ static int kill_rank(devcoll_comm *c, void *arg)
 {
 	struct kill_arg *k = arg;
 	int r = devcoll_comm_rank(c);
-	float *a = calloc(k->count, 4), *b = calloc(k->count, 4);
+	size_t len = k->count * (k->kind ? 8 : 1);	/* the root's gather/scatter buffer */
+	float *a = calloc(len, 4), *b = calloc(len, 4);
 	pthread_t th;
 
 	for (int it = 0; it < 100000; it++) {
 		if (it == 3 && r == k->victim)
 			pthread_create(&th, NULL, killer, NULL);
 		double t0 = now_s();
-		int ret = devcoll_allreduce(c, a, b, k->count, DEVCOLL_FP32, DEVCOLL_SUM);
+		int ret = k->kind == 1 ? devcoll_gather(c, a, b, k->count, DEVCOLL_FP32, 0) :
+			  k->kind == 2 ? devcoll_scatter(c, a, b, k->count, DEVCOLL_FP32, 0) :
+			  devcoll_allreduce(c, a, b, k->count, DEVCOLL_FP32, DEVCOLL_SUM);
 		double dt = now_s() - t0;
 
 		if (ret) {
@@ -88,6 +93,12 @@ static int mismatch(devcoll_comm *c, void *arg)
 		break;
 	case 4: /* root */
 		ret = devcoll_reduce(c, a, b, n, t, op, r == 1 ? 1 : 0);
+		break;
+	case 5: /* count in a tree gather: rank 3 sends to rank 2 */
+		ret = devcoll_gather(c, a, b, r == 3 ? 10 : n, t, 0);
+		break;
+	case 6: /* and in a tree scatter: rank 2 sends to rank 3 */
+		ret = devcoll_scatter(c, a, b, r == 3 ? 10 : n, t, 0);
 		break;
 	default: /* large: count differs in the ring */
 		ret = 0;
@@ -162,10 +173,13 @@ int main(void)
 	int st[8], fails = 0;
 
 	/* killed mid-collective */
-	struct kill_arg ka[] = { { 4u << 20, 2 }, { 2, 3 }, { 100000, 0 } };
-	int kn[] = { 4, 5, 3 };
+	/* rank 2 of 6 is inner in the gather and scatter trees (rank 3 below) */
+	struct kill_arg ka[] = { { 4u << 20, 2, 0 }, { 2, 3, 0 }, { 100000, 0, 0 }, { 2, 2, 1 },
+				 { 2, 2, 2 } };
+	int kn[] = { 4, 5, 3, 6, 6 };
+	static const char *const kname[] = { "allreduce", "gather", "scatter" };
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 5; i++) {
 		double t0 = now_s();
 		int bad = 0;
 
@@ -175,17 +189,18 @@ int main(void)
 				fprintf(stderr, "  rank %d: status %d\n", r, st[r]);
 				bad++;
 			}
-		printf("%s: rank %d of %d killed during %zu-element allreduces: every survivor "
+		printf("%s: rank %d of %d killed during %zu-element %ss: every survivor "
 		       "failed (%.1f s)\n", bad ? "FAIL" : "ok", ka[i].victim, kn[i], ka[i].count,
-		       now_s() - t0);
+		       kname[ka[i].kind], now_s() - t0);
 		fails += bad;
 	}
 	/* mismatches */
-	static const char *const what[] = { "count", "op", "type", "collective", "root" };
+	static const char *const what[] = { "count", "op", "type", "collective", "root",
+					    "gather count", "scatter count" };
 
-	for (int w = 0; w < 5; w++) {
+	for (int w = 0; w < 7; w++) {
 		struct mm_arg m = { w };
-		int n = 2 + w % 3, bad = 0, seen = 0;
+		int n = w < 5 ? 2 + w % 3 : 5, bad = 0, seen = 0;
 
 		run_world(n, &o, mismatch, &m, st, 60);
 		for (int r = 0; r < n; r++) {
