@@ -457,7 +457,7 @@ static void gs_case(devcoll_comm *comm, struct ctx *x, enum devcoll_dtype t, siz
 
 /* gather and scatter alone: three types, every root, counts 0, 1, primes
  * and those around the tree's limit (DEVCOLL_SMALL_MAX=8K: the root's
- * whole buffer up to 8 KiB) */
+ * whole buffer up to an eighth of it, 1 KiB) */
 static int gs_check(devcoll_comm *comm, void *arg)
 {
 	static const enum devcoll_dtype ts[] = { DEVCOLL_UINT8, DEVCOLL_INT32, DEVCOLL_FP64 };
@@ -468,7 +468,7 @@ static int gs_check(devcoll_comm *comm, void *arg)
 	x.a = malloc(4099 * 8 * 8 + 16);
 	x.b = malloc(4099 * 8 * 8 + 16);
 	for (unsigned int ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++) {
-		size_t c0 = 8192 / ((size_t)W * devcoll_dtype_size(ts[ti]));
+		size_t c0 = 1024 / ((size_t)W * devcoll_dtype_size(ts[ti]));
 		const size_t cn[] = { 0, 1, 2, 3, 7, 13, 31, c0 - 1, c0, c0 + 1, 4099 };
 
 		for (unsigned int ci = 0; ci < sizeof(cn) / sizeof(cn[0]); ci++)
