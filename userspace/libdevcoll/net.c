@@ -451,9 +451,9 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 				return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
 						    strerror((int)-n));
 			if (n == 0)
-				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection "
-						    "(died or left) during %s #%u", k->peer,
-						    dc_kname(x->tmpl.kind), x->tmpl.seq);
+				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection during "
+						    "%s #%u: it died, left, or failed (its own error says "
+						    "why)", k->peer, dc_kname(x->tmpl.kind), x->tmpl.seq);
 			progress = 1;
 			k->rpay_got += (size_t)n;
 			if (k->rpay_got < k->rpay_len)
@@ -580,8 +580,9 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 			eofs += rconns[i].reof;
 		}
 		if (recv_left && eofs == c->nconns) {
-			ret = dc_comm_fail(c, -ECONNRESET, "rank %d closed its connections (died or left) "
-					   "during %s #%u", x->rpeer, dc_kname(x->tmpl.kind), x->tmpl.seq);
+			ret = dc_comm_fail(c, -ECONNRESET, "rank %d closed its connections during %s #%u: "
+					   "it died, left, or failed (its own error says why)", x->rpeer,
+					   dc_kname(x->tmpl.kind), x->tmpl.seq);
 			goto out;
 		}
 		if ((int)ss >= x->nst && !sending && !recv_left)

@@ -187,8 +187,9 @@ static int recv_conn(devcoll_comm *c, struct batch *b, int ki, int *progress)
 				return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
 						    strerror((int)-n));
 			if (n == 0)
-				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection "
-						    "(died or left) during a recv", k->peer);
+				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection during "
+						    "a recv: it died, left, or failed (its own error says why)",
+						    k->peer);
 			*progress = 1;
 			k->rpay_got += (size_t)n;
 			if (k->rpay_got < k->rpay_len)
