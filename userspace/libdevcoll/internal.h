@@ -14,6 +14,8 @@
 enum kind {
 	K_ALLREDUCE = 1, K_REDUCE, K_BCAST, K_ALLGATHER, K_ALLGATHERV, K_RSCATTER,
 	K_ALLTOALL, K_ALLTOALLV, K_GATHER, K_SCATTER, K_BARRIER, K_SPLIT, K_SEND, K_RECV,
+	K_ABORT,	/* a rank failed: count = -error, tag = the rank that failed
+			 * first, then @len bytes of its message */
 };
 
 /* Each chunk on the wire: this header, then @len payload bytes. */

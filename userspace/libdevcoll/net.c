@@ -46,8 +46,50 @@ DEVCOLL_EXPORT const char *devcoll_last_error(void)
 	return errbuf;
 }
 
-/* Breaks the communicator: shuts every connection down so that the peers
- * fail at once instead of at their timeout. */
+/*
+ * A failing rank tells its peers why before it shuts its connections down:
+ * a K_ABORT header and the message, on every connection that is between
+ * chunks (a peer in the middle of one sees the connection close instead).
+ * A rank failing on such a message passes the first rank's message on, so
+ * every rank can say what went wrong where, not only that a peer left.
+ */
+static void send_abort(devcoll_comm *c, int err, int origin, const char *msg)
+{
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC, .kind = K_ABORT, .count = (uint64_t)-(int64_t)err,
+		.tag = (uint32_t)origin, .len = (uint32_t)strlen(msg),
+	};
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)msg, h.len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	for (int i = 0; i < c->size * (int)c->nconns; i++) {
+		struct conn *k = &c->conns[i];
+
+		if (k->fd >= 0 && !(k->sbusy && (k->shdr_done || k->spay_done)))
+			sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+}
+
+/* Breaks the communicator (@origin: the rank whose failure this is). */
+static int comm_fail(devcoll_comm *c, int err, int origin, const char *msg)
+{
+	if (!c->err) {
+		if (origin == c->rank)
+			snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: %s", c->rank, msg);
+		else
+			snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: rank %d failed: %s", c->rank,
+				 origin, msg);
+		c->err = err;
+		send_abort(c, err, origin, msg);
+		for (int i = 0; i < c->size * (int)c->nconns; i++)
+			if (c->conns[i].fd >= 0)
+				shutdown(c->conns[i].fd, SHUT_RDWR);
+	}
+	return dc_fail(c->err, "%s", c->errmsg);
+}
+
+/* Breaks the communicator: tells the peers why and shuts every connection
+ * down, so that they fail at once instead of at their timeout. */
 int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -65,13 +107,39 @@ int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 			vsnprintf(msg, sizeof(msg), fmt, ap);
 			va_end(ap);
 		}
-		snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: %s", c->rank, msg);
-		c->err = err;
-		for (int i = 0; i < c->size * (int)c->nconns; i++)
-			if (c->conns[i].fd >= 0)
-				shutdown(c->conns[i].fd, SHUT_RDWR);
+		return comm_fail(c, err, c->rank, msg);
 	}
 	return dc_fail(c->err, "%s", c->errmsg);
+}
+
+/* A peer's K_ABORT (in k->rhdr): reads its message, fails the same way. */
+static int recv_abort(devcoll_comm *c, struct conn *k)
+{
+	const struct wire_hdr *h = &k->rhdr;
+	int err = h->count && h->count < 4096 ? -(int)h->count : -ECONNABORTED;
+	int origin = h->tag < (uint32_t)c->size ? (int)h->tag : k->peer;
+	int64_t end = dc_now_ms() + 1000;
+	char msg[400];
+	size_t len = h->len < sizeof(msg) ? h->len : sizeof(msg) - 1, got = 0;
+
+	/* sent in one piece right behind the header: here or about to be */
+	while (got < len && dc_now_ms() < end) {
+		ssize_t n = dc_conn_recv(c, k, msg + got, len - got);
+		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == -EAGAIN)
+			poll(&p, 1, 10);
+		else
+			break;
+	}
+	k->rhdr_valid = false;
+	if (got < len)
+		snprintf(msg, sizeof(msg), "its message was cut short");
+	else
+		msg[got] = 0;
+	return comm_fail(c, err, origin, msg);
 }
 
 int64_t dc_now_ms(void)
@@ -288,10 +356,18 @@ int dc_conn_send(devcoll_comm *c, struct conn *k, int *err)
 
 		w = sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+			int e = errno, dummy;
+
+			if (e == EAGAIN || e == EINTR)
 				return progress;
-			*err = dc_comm_fail(c, errno == EPIPE || errno == ECONNRESET ? -ECONNRESET : -errno,
-					    "sending to rank %d: %s", k->peer, strerror(errno));
+			/* a peer that failed left its reason before closing */
+			if ((e == EPIPE || e == ECONNRESET) && !k->rinpay && !k->rhdr_valid &&
+			    dc_conn_hdr(c, k, &dummy) < 0) {
+				*err = c->err;
+				return 0;
+			}
+			*err = dc_comm_fail(c, e == EPIPE || e == ECONNRESET ? -ECONNRESET : -e,
+					    "sending to rank %d: %s", k->peer, strerror(e));
 			return 0;
 		}
 		progress = 1;
@@ -367,6 +443,8 @@ int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress)
 		if (k->rhdr.magic != WIRE_MAGIC)
 			return dc_comm_fail(c, -EPROTO, "garbage from rank %d", k->peer);
 		k->rhdr_valid = true;
+		if (k->rhdr.kind == K_ABORT)
+			return recv_abort(c, k);
 	}
 	return 1;
 }

@@ -4,7 +4,9 @@
  * doubling allreduces, tree gather and scatter), mismatched collectives
  * (count, op, type, kind, root; count in a tree gather and scatter), a peer
  * that never shows up (timeout). Every surviving rank must get an error
- * within the timeout: never a hang, never wrong data.
+ * within the timeout: never a hang, never wrong data. Small collectives
+ * (nothing mid-chunk when it fails) must also tell every rank why: the
+ * killed rank is named, a mismatch reads as one with -EPROTO everywhere.
  */
 #include <pthread.h>
 #include "common.h"
@@ -15,7 +17,18 @@ struct kill_arg {
 	size_t count;
 	int victim;
 	int kind;	/* 0: allreduce, 1: gather, 2: scatter (root 0) */
+	bool named;	/* every survivor's error must name the victim */
 };
+
+/* The error names rank @v as the one that closed or reset its connections. */
+static bool names(const char *msg, int v)
+{
+	char a[32], b[32];
+
+	snprintf(a, sizeof(a), "rank %d closed", v);
+	snprintf(b, sizeof(b), "rank %d: ", v);
+	return strstr(msg, a) || strstr(msg, b);
+}
 
 static void *killer(void *arg)
 {
@@ -53,6 +66,11 @@ static int kill_rank(devcoll_comm *c, void *arg)
 			if (dt > TIMEOUT_MS / 1000.0 + 1.5) {
 				fprintf(stderr, "  rank %d: the error took %.2f s\n", r, dt);
 				return 2;
+			}
+			if (k->named && !names(devcoll_last_error(), k->victim)) {
+				fprintf(stderr, "  rank %d: \"%s\" does not name rank %d\n", r,
+					devcoll_last_error(), k->victim);
+				return 5;
 			}
 			/* every later operation fails at once with the same error */
 			if (devcoll_barrier(c) != ret) {
@@ -137,6 +155,27 @@ static int mismatch_large(devcoll_comm *c, void *arg)
 	return ret == -EPROTO ? 10 : 0;
 }
 
+/* Rank 4 of 6 runs an 8-byte allreduce with another count: every rank fails
+ * with -EPROTO and a message about the mismatch, the ranks that did not see
+ * it from the rank that did. */
+static int mismatch_why(devcoll_comm *c, void *arg)
+{
+	int r = devcoll_comm_rank(c), ret = 0;
+	int64_t a[16] = { 0 }, b[16];
+
+	(void)arg;
+	for (int it = 0; it < 4 && !ret; it++)
+		ret = devcoll_allreduce(c, a, b, it == 3 && r == 4 ? 10 : 11, DEVCOLL_INT64,
+					DEVCOLL_SUM);
+	if (!ret)
+		ret = devcoll_barrier(c);
+	if (ret != -EPROTO || !strstr(devcoll_last_error(), "mismatched")) {
+		fprintf(stderr, "  rank %d: %d \"%s\"\n", r, ret, devcoll_last_error());
+		return 1;
+	}
+	return 0;
+}
+
 static int late(devcoll_comm *c, void *arg)
 {
 	int r = devcoll_comm_rank(c), ret;
@@ -174,8 +213,8 @@ int main(void)
 
 	/* killed mid-collective */
 	/* rank 2 of 6 is inner in the gather and scatter trees (rank 3 below) */
-	struct kill_arg ka[] = { { 4u << 20, 2, 0 }, { 2, 3, 0 }, { 100000, 0, 0 }, { 2, 2, 1 },
-				 { 2, 2, 2 } };
+	struct kill_arg ka[] = { { 4u << 20, 2, 0, false }, { 2, 3, 0, true }, { 100000, 0, 0, false },
+				 { 2, 2, 1, true }, { 2, 2, 2, true } };
 	int kn[] = { 4, 5, 3, 6, 6 };
 	static const char *const kname[] = { "allreduce", "gather", "scatter" };
 
@@ -190,8 +229,8 @@ int main(void)
 				bad++;
 			}
 		printf("%s: rank %d of %d killed during %zu-element %ss: every survivor "
-		       "failed (%.1f s)\n", bad ? "FAIL" : "ok", ka[i].victim, kn[i], ka[i].count,
-		       kname[ka[i].kind], now_s() - t0);
+		       "failed%s (%.1f s)\n", bad ? "FAIL" : "ok", ka[i].victim, kn[i], ka[i].count,
+		       kname[ka[i].kind], ka[i].named ? ", naming it" : "", now_s() - t0);
 		fails += bad;
 	}
 	/* mismatches */
@@ -224,6 +263,16 @@ int main(void)
 		}
 		bad += !seen;
 		printf("%s: mismatched count in a 16 MiB ring allreduce on 4 ranks\n", bad ? "FAIL" : "ok");
+		fails += bad != 0;
+	}
+	{
+		int bad = 0;
+
+		run_world(6, &o, mismatch_why, NULL, st, 60);
+		for (int r = 0; r < 6; r++)
+			bad += st[r] != 0;
+		printf("%s: mismatched count on 6 ranks: every rank fails with -EPROTO, saying so\n",
+		       bad ? "FAIL" : "ok");
 		fails += bad != 0;
 	}
 	/* a rank that does not come in time */
