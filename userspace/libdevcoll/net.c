@@ -48,9 +48,10 @@ DEVCOLL_EXPORT const char *devcoll_last_error(void)
 
 /*
  * A failing rank tells its peers why before it shuts its connections down:
- * a K_ABORT header and the message, on every connection that is between
- * chunks (a peer in the middle of one sees the connection close instead).
- * A rank failing on such a message passes the first rank's message on, so
+ * a K_ABORT header and the message on every connection. A chunk under way is
+ * finished first, for at most 200 ms in all (the peer may not be reading);
+ * a peer whose chunk could not be finished sees the connection close. A
+ * rank failing on such a message passes the first rank's message on, so
  * every rank can say what went wrong where, not only that a peer left.
  */
 static void send_abort(devcoll_comm *c, int err, int origin, const char *msg)
@@ -61,11 +62,21 @@ static void send_abort(devcoll_comm *c, int err, int origin, const char *msg)
 	};
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)msg, h.len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	int64_t end = dc_now_ms() + 200;
 
 	for (int i = 0; i < c->size * (int)c->nconns; i++) {
 		struct conn *k = &c->conns[i];
+		int e = 0;
 
-		if (k->fd >= 0 && !(k->sbusy && (k->shdr_done || k->spay_done)))
+		if (k->fd < 0)
+			continue;
+		while (k->sbusy && (k->shdr_done || k->spay_done) && !e && dc_now_ms() < end) {
+			struct pollfd p = { .fd = k->fd, .events = POLLOUT };
+
+			if (!dc_conn_send(c, k, &e) && !e)
+				poll(&p, 1, 10);
+		}
+		if (!(k->sbusy && (k->shdr_done || k->spay_done)))
 			sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 }
@@ -334,6 +345,54 @@ size_t dc_chunk_len(size_t len, size_t chunk, size_t j)
 	return len - off < chunk ? len - off : chunk;
 }
 
+/*
+ * A send to @k's peer broke: the peer may have failed and left its reason
+ * (K_ABORT) behind the chunks it was sending. They are skipped (this rank
+ * fails either way) to read it, for at most 200 ms.
+ * Negative when the communicator failed on what came.
+ */
+static int peer_reason(devcoll_comm *c, struct conn *k)
+{
+	int64_t end = dc_now_ms() + 200;
+	char sink[4096];
+	int dummy = 0;
+
+	while (dc_now_ms() < end) {
+		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+		ssize_t n;
+
+		if (k->rhdr_valid) {	/* a chunk's header: skip the chunk too */
+			k->rhdr_valid = false;
+			k->rinpay = true;
+			k->rpay_len = k->rhdr.len;
+			k->rpay_got = 0;
+		}
+		if (!k->rinpay) {
+			n = dc_conn_hdr(c, k, &dummy);
+			if (n < 0)
+				return (int)n;
+			if (k->reof)
+				return 0;
+			if (!n)
+				poll(&p, 1, 10);
+			continue;
+		}
+		if (k->rpay_got == k->rpay_len) {
+			k->rinpay = false;
+			continue;
+		}
+		n = dc_conn_recv(c, k, sink, k->rpay_len - k->rpay_got < sizeof(sink) ?
+				 k->rpay_len - k->rpay_got : sizeof(sink));
+		if (n > 0)
+			k->rpay_got += (size_t)n;
+		else if (n == -EAGAIN)
+			poll(&p, 1, 10);
+		else
+			return 0;
+	}
+	return 0;
+}
+
 /* Sends what the connection has in flight; 1 when it made progress. */
 int dc_conn_send(devcoll_comm *c, struct conn *k, int *err)
 {
@@ -356,13 +415,12 @@ int dc_conn_send(devcoll_comm *c, struct conn *k, int *err)
 
 		w = sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
-			int e = errno, dummy;
+			int e = errno;
 
 			if (e == EAGAIN || e == EINTR)
 				return progress;
 			/* a peer that failed left its reason before closing */
-			if ((e == EPIPE || e == ECONNRESET) && !k->rinpay && !k->rhdr_valid &&
-			    dc_conn_hdr(c, k, &dummy) < 0) {
+			if ((e == EPIPE || e == ECONNRESET) && peer_reason(c, k) < 0) {
 				*err = c->err;
 				return 0;
 			}
