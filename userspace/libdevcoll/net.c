@@ -46,6 +46,32 @@ DEVCOLL_EXPORT const char *devcoll_last_error(void)
 	return errbuf;
 }
 
+/* The connection's send side is inside a chunk: nothing else may go out. */
+static bool mid_chunk(const struct conn *k)
+{
+	return k->sbusy && (k->shdr_done || k->spay_done);
+}
+
+/* Reads @len bytes of @k into @buf, waiting until @end (ms) at most: the
+ * bytes read, fewer at the deadline, on an error or at the end of stream. */
+static size_t conn_read_for(devcoll_comm *c, struct conn *k, char *buf, size_t len, int64_t end)
+{
+	size_t got = 0;
+
+	while (got < len && dc_now_ms() < end) {
+		ssize_t n = dc_conn_recv(c, k, buf + got, len - got);
+		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == -EAGAIN)
+			poll(&p, 1, 10);
+		else
+			break;
+	}
+	return got;
+}
+
 /*
  * A failing rank tells its peers why before it shuts its connections down:
  * a K_ABORT header and the message on every connection. A chunk under way is
@@ -70,13 +96,13 @@ static void send_abort(devcoll_comm *c, int err, int origin, const char *msg)
 
 		if (k->fd < 0)
 			continue;
-		while (k->sbusy && (k->shdr_done || k->spay_done) && !e && dc_now_ms() < end) {
+		while (mid_chunk(k) && !e && dc_now_ms() < end) {
 			struct pollfd p = { .fd = k->fd, .events = POLLOUT };
 
 			if (!dc_conn_send(c, k, &e) && !e)
 				poll(&p, 1, 10);
 		}
-		if (!(k->sbusy && (k->shdr_done || k->spay_done)))
+		if (!mid_chunk(k))
 			sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 }
@@ -129,22 +155,11 @@ static int recv_abort(devcoll_comm *c, struct conn *k)
 	const struct wire_hdr *h = &k->rhdr;
 	int err = h->count && h->count < 4096 ? -(int)h->count : -ECONNABORTED;
 	int origin = h->tag < (uint32_t)c->size ? (int)h->tag : k->peer;
-	int64_t end = dc_now_ms() + 1000;
 	char msg[400];
-	size_t len = h->len < sizeof(msg) ? h->len : sizeof(msg) - 1, got = 0;
+	size_t len = h->len < sizeof(msg) ? h->len : sizeof(msg) - 1, got;
 
 	/* sent in one piece right behind the header: here or about to be */
-	while (got < len && dc_now_ms() < end) {
-		ssize_t n = dc_conn_recv(c, k, msg + got, len - got);
-		struct pollfd p = { .fd = k->fd, .events = POLLIN };
-
-		if (n > 0)
-			got += (size_t)n;
-		else if (n == -EAGAIN)
-			poll(&p, 1, 10);
-		else
-			break;
-	}
+	got = conn_read_for(c, k, msg, len, dc_now_ms() + 1000);
 	k->rhdr_valid = false;
 	if (got < len)
 		snprintf(msg, sizeof(msg), "its message was cut short");
@@ -355,42 +370,36 @@ static int peer_reason(devcoll_comm *c, struct conn *k)
 {
 	int64_t end = dc_now_ms() + 200;
 	char sink[4096];
-	int dummy = 0;
+	int dummy = 0, n;
 
-	while (dc_now_ms() < end) {
-		struct pollfd p = { .fd = k->fd, .events = POLLIN };
-		ssize_t n;
-
+	for (;;) {
 		if (k->rhdr_valid) {	/* a chunk's header: skip the chunk too */
 			k->rhdr_valid = false;
 			k->rinpay = true;
 			k->rpay_len = k->rhdr.len;
 			k->rpay_got = 0;
 		}
-		if (!k->rinpay) {
-			n = dc_conn_hdr(c, k, &dummy);
-			if (n < 0)
-				return (int)n;
-			if (k->reof)
+		while (k->rinpay && k->rpay_got < k->rpay_len) {
+			size_t want = k->rpay_len - k->rpay_got < sizeof(sink) ?
+				      k->rpay_len - k->rpay_got : sizeof(sink);
+			size_t got = conn_read_for(c, k, sink, want, end);
+
+			k->rpay_got += got;
+			if (got < want)
 				return 0;
-			if (!n)
-				poll(&p, 1, 10);
-			continue;
 		}
-		if (k->rpay_got == k->rpay_len) {
-			k->rinpay = false;
-			continue;
-		}
-		n = dc_conn_recv(c, k, sink, k->rpay_len - k->rpay_got < sizeof(sink) ?
-				 k->rpay_len - k->rpay_got : sizeof(sink));
-		if (n > 0)
-			k->rpay_got += (size_t)n;
-		else if (n == -EAGAIN)
+		k->rinpay = false;
+		n = dc_conn_hdr(c, k, &dummy);
+		if (n < 0)
+			return n;
+		if (!n) {
+			struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+			if (k->reof || dc_now_ms() >= end)
+				return 0;
 			poll(&p, 1, 10);
-		else
-			return 0;
+		}
 	}
-	return 0;
 }
 
 /* Sends what the connection has in flight; 1 when it made progress. */
@@ -571,13 +580,15 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 		}
 		struct step *st = &x->st[k->rstep];
 		bool direct_red = k->drx && x->red && st->tmp;
+		/* the reduction's other operand: this rank's data */
+		const char *mine = st->init ? st->init : st->rptr;
 
 		if (k->rpay_got < k->rpay_len) {
 			if (direct_red) {	/* devmem: reduce from the fragments in place */
 				size_t at = k->rchunk * c->chunk + k->rpay_got;
 
-				n = dc_dm_recv(c, k, st->rptr + at, (st->init ? st->init : st->rptr) + at,
-					       k->rpay_len - k->rpay_got, x->red, x->esize);
+				n = dc_dm_recv(c, k, st->rptr + at, mine + at, k->rpay_len - k->rpay_got,
+					       x->red, x->esize);
 			} else {
 				n = dc_conn_recv(c, k, k->rdst + k->rpay_got, k->rpay_len - k->rpay_got);
 			}
@@ -598,8 +609,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 		if (x->red && st->tmp && !direct_red) {
 			size_t off = k->rchunk * c->chunk;
 
-			x->red(st->rptr + off, (st->init ? st->init : st->rptr) + off, k->rdst,
-			       k->rpay_len / x->esize);
+			x->red(st->rptr + off, mine + off, k->rdst, k->rpay_len / x->esize);
 		}
 		rs[k->rstep].done[k->rchunk] = 1;
 		rs[k->rstep].got++;
