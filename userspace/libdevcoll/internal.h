@@ -77,7 +77,7 @@ struct devcoll_comm {
 	enum devcoll_algo algo;
 	enum rooted_algo rooted;
 	size_t small_max;	/* bytes up to which the latency algorithms run */
-	int spin_us;		/* small messages: poll this long before sleeping */
+	int spin_us;		/* poll this long without progress before sleeping */
 	char tcp_cc[16];	/* congestion control of the connections ("": the system's) */
 	bool tcp_cc_set;	/* by DEVCOLL_TCP_CONGESTION: refusal is an error */
 	uint64_t id;

@@ -627,7 +627,6 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 	uint8_t done_stack[64], *donebuf = done_stack;
 	size_t total_chunks = 0, ss = 0, sj = 0, recv_left = 0;
 	int64_t deadline, spin_until = 0;
-	bool small = true;
 	int ret = 0;
 
 	if (c->err)
@@ -671,8 +670,6 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 	while ((int)ss < x->nst && !x->st[ss].sptr)
 		ss++;
 	deadline = dc_now_ms() + c->timeout_ms;
-	for (int s = 0; s < x->nst; s++)
-		small &= x->st[s].slen <= c->small_max && x->st[s].rlen <= c->small_max;
 	for (;;) {
 		int progress = 0;
 		bool sending = false;
@@ -738,9 +735,11 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 			spin_until = 0;
 			continue;
 		}
-		/* small messages: poll the sockets a little before sleeping,
-		 * the answer is usually microseconds away */
-		if (c->spin_us && small) {
+		/* poll the sockets a little before sleeping: the next bytes are
+		 * usually microseconds away, and a wake-up from epoll_wait
+		 * costs tens of them, more than a small message and about a
+		 * tenth of a large one's time */
+		if (c->spin_us) {
 			int64_t t = now_us();
 
 			if (!spin_until)
