@@ -718,6 +718,30 @@ static int exec_op(devcoll_comm *c, struct op *o)
 
 /* ------------------------------------------------------------- requests */
 
+/* Runs the operation at the head of the queue (the send/recv there as one
+ * batch); c->mtx held, c->busy clear. */
+static void run_head(devcoll_comm *c)
+{
+	devcoll_req *q = c->qhead;
+
+	c->busy = true;
+	if (q->op->kind == K_SEND || q->op->kind == K_RECV) {
+		dc_p2p_batch(c);
+	} else {
+		c->qhead = q->next;
+		if (!c->qhead)
+			c->qtail = NULL;
+		pthread_mutex_unlock(&c->mtx);
+		int st = exec_op(c, q->op);
+
+		pthread_mutex_lock(&c->mtx);
+		q->status = st;
+		q->done = true;
+	}
+	c->busy = false;
+	pthread_cond_broadcast(&c->cv);
+}
+
 static void *progress_thread(void *arg)
 {
 	devcoll_comm *c = arg;
@@ -728,29 +752,7 @@ static void *progress_thread(void *arg)
 			pthread_cond_wait(&c->cv, &c->mtx);
 		if (!c->qhead)
 			break;
-		devcoll_req *q = c->qhead;
-
-		if (q->op->kind == K_SEND || q->op->kind == K_RECV) {
-			c->busy = true;
-			dc_p2p_batch(c);
-			c->busy = false;
-			pthread_cond_broadcast(&c->cv);
-			continue;
-		}
-		c->qhead = q->next;
-		if (!c->qhead)
-			c->qtail = NULL;
-		c->busy = true;
-		pthread_mutex_unlock(&c->mtx);
-		int st = exec_op(c, q->op);
-		const char *msg = devcoll_last_error();
-
-		pthread_mutex_lock(&c->mtx);
-		(void)msg;
-		q->status = st;
-		q->done = true;
-		c->busy = false;
-		pthread_cond_broadcast(&c->cv);
+		run_head(c);
 	}
 	pthread_mutex_unlock(&c->mtx);
 	return NULL;
@@ -823,11 +825,14 @@ static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
 	else
 		c->qhead = q;
 	c->qtail = q;
+	bool running = c->busy;
+
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mtx);
-	/* wakes a send/recv batch sleeping in epoll_wait (edge-triggered:
-	 * every write is an event, the counter is never read) */
-	if (c->wakefd >= 0 && (o->kind == K_SEND || o->kind == K_RECV)) {
+	/* wakes a send/recv batch (the only thing running that could take
+	 * this in) sleeping in epoll_wait (edge-triggered: every write is an
+	 * event, the counter is never read) */
+	if (running && c->wakefd >= 0 && (o->kind == K_SEND || o->kind == K_RECV)) {
 		uint64_t one = 1;
 
 		if (write(c->wakefd, &one, sizeof(one)) < 0) {
@@ -859,8 +864,15 @@ DEVCOLL_EXPORT int devcoll_wait(devcoll_req *q)
 		return dc_fail(-EINVAL, "no request");
 	c = q->comm;
 	pthread_mutex_lock(&c->mtx);
-	while (!q->done)
-		pthread_cond_wait(&c->cv, &c->mtx);
+	/* the queue not taken up yet runs here: waking the progress thread
+	 * and then this one would cost tens of microseconds each */
+	while (!q->done) {
+		if (c->qhead && !c->busy) {
+			run_head(c);
+		} else {
+			pthread_cond_wait(&c->cv, &c->mtx);
+		}
+	}
 	st = q->status;
 	pthread_mutex_unlock(&c->mtx);
 	if (st && c->err)

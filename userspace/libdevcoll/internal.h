@@ -160,6 +160,8 @@ const char *dc_kname(unsigned int k);
 size_t dc_nchunks(size_t len, size_t chunk);
 size_t dc_chunk_len(size_t len, size_t chunk, size_t j);
 int64_t dc_now_ms(void);
+/* poll again instead of sleeping (*@until: 0 after progress) */
+bool dc_spin(const devcoll_comm *c, int64_t *until);
 
 /* devmem path (dm.c) */
 int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);

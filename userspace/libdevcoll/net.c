@@ -619,6 +619,29 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 	}
 }
 
+/*
+ * Whether to poll again rather than sleep: for c->spin_us from the first
+ * call after progress (*@until: 0 then). The next bytes are usually
+ * microseconds away, and a wake-up from epoll_wait costs tens of them, more
+ * than a small message and about a tenth of a large one's time. The poll
+ * yields the CPU: a peer rank woken onto this CPU (TCP wakes the reader on
+ * the writer's CPU) runs now instead of after the spin.
+ */
+bool dc_spin(const devcoll_comm *c, int64_t *until)
+{
+	int64_t t;
+
+	if (!c->spin_us)
+		return false;
+	t = now_us();
+	if (!*until)
+		*until = t + c->spin_us;
+	if (t >= *until)
+		return false;
+	sched_yield();
+	return true;
+}
+
 int dc_run(devcoll_comm *c, struct xfer *x)
 {
 	struct conn *sconns = x->speer >= 0 ? &c->conns[x->speer * c->nconns] : NULL;
@@ -735,23 +758,8 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 			spin_until = 0;
 			continue;
 		}
-		/* poll the sockets a little before sleeping: the next bytes are
-		 * usually microseconds away, and a wake-up from epoll_wait
-		 * costs tens of them, more than a small message and about a
-		 * tenth of a large one's time */
-		if (c->spin_us) {
-			int64_t t = now_us();
-
-			if (!spin_until)
-				spin_until = t + c->spin_us;
-			if (t < spin_until) {
-				/* a peer rank woken onto this CPU (TCP wakes the
-				 * reader on the writer's CPU) runs now instead of
-				 * after the spin */
-				sched_yield();
-				continue;
-			}
-		}
+		if (dc_spin(c, &spin_until))
+			continue;
 		struct epoll_event evs[16];
 		int64_t left = deadline - dc_now_ms();
 

@@ -233,10 +233,11 @@ static int pass(devcoll_comm *c, struct batch *b, int *progress)
 	return 0;
 }
 
-/* Completes the finished messages (all of them with @err); c->mtx held. */
-static void reap(struct batch *b, int err)
+/* Completes the finished messages (all of them with @err); c->mtx held.
+ * Returns how many. */
+static int reap(struct batch *b, int err)
 {
-	int j = 0;
+	int j = 0, n = b->n;
 
 	for (int i = 0; i < b->n; i++) {
 		struct msg *m = b->m[i];
@@ -251,19 +252,22 @@ static void reap(struct batch *b, int err)
 		free(m);
 	}
 	b->n = j;
+	return n - j;
 }
 
 void dc_p2p_batch(devcoll_comm *c)
 {
 	size_t nk = (size_t)c->size * c->nconns;
 	struct batch b = { .sown = calloc(2 * nk, sizeof(*b.sown)) };
-	int64_t deadline = dc_now_ms() + c->timeout_ms;
+	int64_t deadline = dc_now_ms() + c->timeout_ms, spin_until = 0;
 	int ret = b.sown ? 0 : -ENOMEM;
 
 	if (!ret && c->dm)	/* as exec_op: an rdpmd event since the last operation */
 		ret = dc_dm_check(c);
 	b.rown = b.sown + nk;
 	for (;;) {
+		bool woke = false;	/* a request completed: its waiter is told */
+
 		while (c->qhead && is_p2p(c->qhead)) {
 			devcoll_req *q = c->qhead;
 			int st;
@@ -275,11 +279,12 @@ void dc_p2p_batch(devcoll_comm *c)
 			if (st) {
 				q->status = st;
 				q->done = true;
+				woke = true;
 			}
 			deadline = dc_now_ms() + c->timeout_ms;
 		}
-		reap(&b, ret);
-		pthread_cond_broadcast(&c->cv);
+		if (reap(&b, ret) || woke)
+			pthread_cond_broadcast(&c->cv);
 		if (!b.n)
 			break;
 		pthread_mutex_unlock(&c->mtx);
@@ -288,6 +293,9 @@ void dc_p2p_batch(devcoll_comm *c)
 		ret = pass(c, &b, &progress);
 		if (!ret && progress) {
 			deadline = dc_now_ms() + c->timeout_ms;
+			spin_until = 0;
+		} else if (!ret && dc_spin(c, &spin_until)) {
+			;	/* polled again at once: see dc_spin() */
 		} else if (!ret) {
 			/* sockets, or the eventfd a new post writes to */
 			struct epoll_event evs[16];
