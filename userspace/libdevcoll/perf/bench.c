@@ -3,7 +3,8 @@
  * nccl-tests-style sweep: for each size, warm-up iterations, then timed
  * out-of-place and in-place iterations; time is the slowest rank's mean;
  * algbw = size / time, busbw per nccl-tests (allreduce 2(n-1)/n,
- * allgather/reduce_scatter/alltoall (n-1)/n, broadcast/reduce 1); #wrong
+ * allgather/reduce_scatter/alltoall/gather/scatter (n-1)/n,
+ * broadcast/reduce/sendrecv 1); #wrong
  * counts wrong elements over all ranks after a checked run.
  */
 #include <errno.h>
@@ -17,7 +18,8 @@
 #include "bench.h"
 
 static const char *const cnames[B_NCOLL] = {
-	"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce",
+	"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce", "gather",
+	"scatter", "sendrecv",
 };
 static const char *const tnames[BT_NTYPES] = { "float", "double", "int32" };
 static const size_t tsizes[BT_NTYPES] = { 4, 8, 4 };
@@ -108,6 +110,19 @@ static long check(struct backend *be, enum bcoll c, enum btype t, const void *re
 		for (size_t i = 0; i < count; i++)
 			wrong += get(t, recv, i) != inval(root, i);
 		break;
+	case B_GATHER:
+		for (int k = 0; r == root && k < n; k++)
+			for (size_t i = 0; i < count; i++)
+				wrong += get(t, recv, (size_t)k * count + i) != inval(k, i);
+		break;
+	case B_SCATTER:		/* block r of the root's */
+		for (size_t i = 0; i < count; i++)
+			wrong += get(t, recv, i) != inval(root, (size_t)r * count + i);
+		break;
+	case B_SENDRECV:
+		for (size_t i = 0; i < count; i++)
+			wrong += get(t, recv, i) != inval((r + n - 1) % n, i);
+		break;
 	default:
 		break;
 	}
@@ -118,7 +133,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"options: -b MINBYTES -e MAXBYTES -f FACTOR -o allreduce|allgather|reduce_scatter|"
-		"alltoall|broadcast|reduce|all\n"
+		"alltoall|\n         broadcast|reduce|gather|scatter|sendrecv|all\n"
 		"         -d float|double|int32 -w WARMUP -n ITERS -t MS (time each size at least this\n"
 		"         long) -c 0|1 (check) -m (machine output)\n");
 }
@@ -189,7 +204,8 @@ int bench_main(struct backend *be, int argc, char **argv)
 	for (int ci = 0; ci < ncolls; ci++) {
 		enum bcoll c = (enum bcoll)colls[ci];
 		double bw_factor = c == B_ALLREDUCE ? 2.0 * (n - 1) / n :
-				   c == B_BROADCAST || c == B_REDUCE ? 1 : (double)(n - 1) / n;
+				   c == B_BROADCAST || c == B_REDUCE || c == B_SENDRECV ? 1 :
+				   (double)(n - 1) / n;
 
 		if (r == 0 && !machine) {
 			printf("# devcoll-perf: %s, backend %s, %d ranks\n", cnames[c], be->name, n);
@@ -204,7 +220,8 @@ int bench_main(struct backend *be, int argc, char **argv)
 		     bytes = (size_t)((double)bytes * factor) > bytes ? (size_t)((double)bytes * factor) : bytes + 1) {
 			/* size: as nccl-tests, the whole buffer (all ranks' blocks for the
 			 * gather/scatter kinds); count: per-rank block there */
-			bool blocks = c == B_ALLGATHER || c == B_REDUCE_SCATTER || c == B_ALLTOALL;
+			bool blocks = c == B_ALLGATHER || c == B_REDUCE_SCATTER || c == B_ALLTOALL ||
+				      c == B_GATHER || c == B_SCATTER;
 			size_t count = bytes / es / (blocks ? (size_t)n : 1);
 			size_t size = count * es * (blocks ? (size_t)n : 1);
 			double tm[2] = { 0, 0 };
@@ -214,7 +231,8 @@ int bench_main(struct backend *be, int argc, char **argv)
 			if (!count)
 				continue;
 			for (int inplace = 0; inplace < 2; inplace++) {
-				size_t in_elems = c == B_REDUCE_SCATTER || c == B_ALLTOALL ? count * (size_t)n : count;
+				size_t in_elems = c == B_REDUCE_SCATTER || c == B_ALLTOALL || c == B_SCATTER ?
+						  count * (size_t)n : count;
 				char *sb = send, *rb = recv;
 				int ret = 0;
 
@@ -247,6 +265,9 @@ int bench_main(struct backend *be, int argc, char **argv)
 					if (c == B_BROADCAST && r != root)
 						for (size_t i = 0; i < count; i++)
 							put(t, sb, i, -1);
+					/* what the timed runs left there must not pass */
+					if (rb != sb)
+						memset(rb, 0, count * es * (size_t)n);
 					ret = be->coll(c, sb, rb, count, t, root);
 					wrong[inplace] = be->sum(ret ? (long)count : check(be, c, t, rb, count, root));
 				}
@@ -270,7 +291,8 @@ int bench_main(struct backend *be, int argc, char **argv)
 				} else {
 					printf(" %11zu %12zu %8s %6s %6d %10.1f %8.3f %8.3f %6ld", size, count,
 					       tnames[t], c == B_ALLREDUCE || c == B_REDUCE || c == B_REDUCE_SCATTER ?
-					       "sum" : "none", c == B_BROADCAST || c == B_REDUCE ? root : -1,
+					       "sum" : "none", c == B_BROADCAST || c == B_REDUCE || c == B_GATHER ||
+					       c == B_SCATTER ? root : -1,
 					       us0, alg0, alg0 * bw_factor, wrong[0]);
 					if (tm[1] > 0) {
 						double alg1 = (double)size / tm[1] / 1e9;

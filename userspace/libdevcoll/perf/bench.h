@@ -10,15 +10,19 @@
 extern "C" {
 #endif
 
-enum bcoll { B_ALLREDUCE, B_ALLGATHER, B_REDUCE_SCATTER, B_ALLTOALL, B_BROADCAST, B_REDUCE, B_NCOLL };
+enum bcoll {
+	B_ALLREDUCE, B_ALLGATHER, B_REDUCE_SCATTER, B_ALLTOALL, B_BROADCAST, B_REDUCE, B_GATHER,
+	B_SCATTER, B_SENDRECV, B_NCOLL
+};
 enum btype { BT_FLOAT, BT_DOUBLE, BT_INT32, BT_NTYPES };
 
 struct backend {
 	const char *name;
 	int rank, size;
 	/* 0 on success; -ENOTSUP when the backend lacks the collective. For
-	 * allgather/reduce_scatter/alltoall, @count is per rank. send == recv:
-	 * in place. */
+	 * allgather/reduce_scatter/alltoall/gather/scatter, @count is per rank;
+	 * sendrecv sends @count to rank + 1 and receives from rank - 1.
+	 * send == recv: in place. */
 	int (*coll)(enum bcoll c, const void *send, void *recv, size_t count, enum btype t, int root);
 	int (*barrier)(void);
 	double (*max)(double v);	/* across ranks */

@@ -6,13 +6,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/gather.h>
 #include <gloo/math.h>
 #include <gloo/reduce.h>
+#include <gloo/scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -80,6 +83,42 @@ static int run(enum bcoll c, const void *s, void *r, size_t n, int root)
 		o.setRoot(root);
 		o.setTag(kTag);
 		gloo::broadcast(o);
+		return 0;
+	}
+	case B_GATHER: {
+		gloo::GatherOptions o(ctx);
+
+		o.setInput(in, n);
+		if (ctx->rank == root)
+			o.setOutput(out, n * (size_t)ctx->size);
+		o.setRoot(root);
+		o.setTag(kTag);
+		gloo::gather(o);
+		return 0;
+	}
+	case B_SCATTER: {
+		gloo::ScatterOptions o(ctx);
+		std::vector<T *> blocks;
+
+		for (int k = 0; ctx->rank == root && k < ctx->size; k++)
+			blocks.push_back(in + (size_t)k * n);
+		if (ctx->rank == root)
+			o.setInputs(blocks, n);
+		o.setOutput(out, n);
+		o.setRoot(root);
+		o.setTag(kTag);
+		gloo::scatter(o);
+		return 0;
+	}
+	case B_SENDRECV: {
+		auto sb = ctx->createUnboundBuffer(in, n * sizeof(T));
+		auto rb = ctx->createUnboundBuffer(out, n * sizeof(T));
+		int np = ctx->size;
+
+		rb->recv((ctx->rank + np - 1) % np, kTag);
+		sb->send((ctx->rank + 1) % np, kTag);
+		sb->waitSend();
+		rb->waitRecv();
 		return 0;
 	}
 	default:

@@ -29,6 +29,15 @@ static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, in
 		if (s != r && me == root)
 			MPI_Sendrecv(s, cnt, mt(t), 0, 0, r, cnt, mt(t), 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
 		return MPI_Bcast(r, cnt, mt(t), root, MPI_COMM_WORLD);
+	case B_GATHER: return MPI_Gather(s, cnt, mt(t), r, cnt, mt(t), root, MPI_COMM_WORLD);
+	case B_SCATTER: return MPI_Scatter(s, cnt, mt(t), r, cnt, mt(t), root, MPI_COMM_WORLD);
+	case B_SENDRECV: {
+		int np;
+
+		MPI_Comm_size(MPI_COMM_WORLD, &np);
+		return MPI_Sendrecv(s, cnt, mt(t), (me + 1) % np, 0, r, cnt, mt(t), (me + np - 1) % np,
+				    0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	}
 	default: return -ENOTSUP;
 	}
 }

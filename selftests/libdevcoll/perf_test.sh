@@ -1,0 +1,42 @@
+#!/bin/bash
+# devcoll-perf --compare on 3 ranks over loopback, every collective at three
+# sizes: libdevcoll, Open MPI and Gloo must each run every collective they
+# have (Gloo has no reduce_scatter) and get every element right (the tool
+# fails on a baseline's wrong element too), and the table must say so.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+make -s -C "$top/userspace" >/dev/null || exit 1
+perf=$top/userspace/libdevcoll/perf/devcoll-perf
+for b in devcoll-perf-mpi devcoll-perf-gloo; do
+	[ -x "$top/userspace/libdevcoll/perf/$b" ] ||
+		{ echo "FAIL: no $b (openmpi and libgloo-dev, see selftests/vm/provision)"; exit 1; }
+done
+colls="allreduce allgather reduce_scatter alltoall broadcast reduce gather scatter sendrecv"
+out=$(timeout 300 "$perf" --np 3 --compare --repeat 1 -o all -b 64 -e 256K -f 64 -w 1 -n 3 2>&1)
+rc=$?
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+[ $rc = 0 ] || fail "devcoll-perf --compare exited $rc"
+for c in $colls; do
+	rows=$(awk -v c="$c" '$1 == c' <<< "$out")
+	n=$(grep -c . <<< "$rows")
+	[ "$n" = 3 ] || { fail "$c: $n rows, want 3 (64 B, 4 KiB, 256 KiB)"; continue; }
+	# columns: collective size devcoll busbw #wrong ompi busbw gloo busbw x-ompi x-gloo
+	bad=$(awk -v c="$c" '$5 != 0 || $6 == "-" || ($8 == "-" && c != "reduce_scatter")' <<< "$rows")
+	# the baselines' wrong elements, as devcoll-perf reports them
+	wrong=$(grep "wrong elements in $c of" <<< "$out")
+	if [ -n "$wrong" ]; then
+		fail "$c: a baseline got elements wrong:"
+		sed 's/^/  /' <<< "$wrong"
+	elif [ -n "$bad" ]; then
+		fail "$c: a wrong element or a missing baseline:"
+		sed 's/^/  /' <<< "$bad"
+	else
+		echo "ok: $c: 3 sizes, no wrong element, Open MPI$([ "$c" = reduce_scatter ] || echo " and Gloo") beside it"
+	fi
+done
+if [ $fails != 0 ]; then
+	echo "devcoll-perf said:"
+	sed 's/^/  /' <<< "$out" | tail -40
+fi
+[ $fails = 0 ]
