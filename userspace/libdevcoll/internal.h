@@ -160,8 +160,10 @@ const char *dc_kname(unsigned int k);
 size_t dc_nchunks(size_t len, size_t chunk);
 size_t dc_chunk_len(size_t len, size_t chunk, size_t j);
 int64_t dc_now_ms(void);
-/* poll again instead of sleeping (*@until: 0 after progress) */
-bool dc_spin(const devcoll_comm *c, int64_t *until);
+/* poll the sockets, then sleep (*@spin_until: 0 after progress) */
+struct epoll_event;
+int dc_wait_events(devcoll_comm *c, struct epoll_event *evs, int max, int64_t *spin_until,
+		   int timeout_ms);
 
 /* devmem path (dm.c) */
 int dc_dm_setup(devcoll_comm *c, const devcoll_comm *parent);

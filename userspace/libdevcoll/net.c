@@ -627,7 +627,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
  * yields the CPU: a peer rank woken onto this CPU (TCP wakes the reader on
  * the writer's CPU) runs now instead of after the spin.
  */
-bool dc_spin(const devcoll_comm *c, int64_t *until)
+static bool spin(const devcoll_comm *c, int64_t *until)
 {
 	int64_t t;
 
@@ -640,6 +640,24 @@ bool dc_spin(const devcoll_comm *c, int64_t *until)
 		return false;
 	sched_yield();
 	return true;
+}
+
+/*
+ * Waits for events of the communicator's sockets: polls for them (yielding
+ * between polls, see spin()) while c->spin_us lasts, then sleeps at most
+ * @timeout_ms. epoll_wait() learns of new bytes without taking the
+ * sockets' locks, as a recv() that finds none would: a reader holding the
+ * lock makes the writer's softirq queue the segments to the socket's
+ * backlog, which the reader then processes itself. epoll_wait()'s result.
+ */
+int dc_wait_events(devcoll_comm *c, struct epoll_event *evs, int max, int64_t *spin_until,
+		   int timeout_ms)
+{
+	int n;
+
+	while ((n = epoll_wait(c->epfd, evs, max, 0)) == 0 && spin(c, spin_until))
+		;
+	return n ? n : epoll_wait(c->epfd, evs, max, timeout_ms);
 }
 
 int dc_run(devcoll_comm *c, struct xfer *x)
@@ -758,8 +776,6 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 			spin_until = 0;
 			continue;
 		}
-		if (dc_spin(c, &spin_until))
-			continue;
 		struct epoll_event evs[16];
 		int64_t left = deadline - dc_now_ms();
 
@@ -770,7 +786,7 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 					   recv_left ? "" : " to take data");
 			goto out;
 		}
-		int nev = epoll_wait(c->epfd, evs, 16, (int)left);
+		int nev = dc_wait_events(c, evs, 16, &spin_until, (int)left);
 
 		if (nev < 0 && errno != EINTR) {
 			ret = dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));

@@ -294,8 +294,6 @@ void dc_p2p_batch(devcoll_comm *c)
 		if (!ret && progress) {
 			deadline = dc_now_ms() + c->timeout_ms;
 			spin_until = 0;
-		} else if (!ret && dc_spin(c, &spin_until)) {
-			;	/* polled again at once: see dc_spin() */
 		} else if (!ret) {
 			/* sockets, or the eventfd a new post writes to */
 			struct epoll_event evs[16];
@@ -305,7 +303,7 @@ void dc_p2p_batch(devcoll_comm *c)
 			if (left <= 0)
 				ret = dc_comm_fail(c, -ETIMEDOUT, "send/recv made no progress for %d ms",
 						   c->timeout_ms);
-			else if ((n = epoll_wait(c->epfd, evs, 16, (int)left)) < 0 &&
+			else if ((n = dc_wait_events(c, evs, 16, &spin_until, (int)left)) < 0 &&
 				 errno != EINTR)
 				ret = dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));
 			for (int i = 0; !ret && i < n; i++)
