@@ -152,14 +152,14 @@ static int tree_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t byt
  * message from chain position p to p + 1 is step p + 1, so rank p's
  * transfer starts at step p: its receive, then its dependent send.
  */
-static bool want_chain(devcoll_comm *c, size_t bytes)
+static bool want_chain(devcoll_comm *c, size_t bytes, bool reduce)
 {
 	if (c->rooted != ROOTED_AUTO)
 		return c->rooted == ROOTED_CHAIN;
 	/* two ranks: a single hop either way, but the chain reduces each
 	 * chunk as it lands where the tree receives the whole message first
-	 * (1 to 2 MiB reduces 1.5x faster) */
-	return bytes > c->small_max && (c->size == 2 || bytes >= 2 * c->chunk);
+	 * (1 to 2 MiB reduces 1.5x faster); a broadcast goes whole */
+	return bytes > c->small_max && (c->size == 2 ? reduce : bytes >= 2 * c->chunk);
 }
 
 static int chain_bcast(devcoll_comm *c, struct wire_hdr *t, char *buf, size_t bytes, int root)
@@ -384,7 +384,7 @@ static int do_reduce(devcoll_comm *c, const struct op *o)
 	acc = c->rank == o->root ? (char *)o->recv : tmp + bytes;
 	if (acc == NULL)
 		acc = (char *)"";
-	if (c->size > 1 && want_chain(c, bytes)) {
+	if (c->size > 1 && want_chain(c, bytes, true)) {
 		/* the chain starts each chunk from @send itself */
 		ret = chain_reduce(c, &t, o->send, acc, bytes, o->root, dc_reduce_fn(o->type, o->rop),
 				   es);
@@ -691,7 +691,7 @@ static int exec_op(devcoll_comm *c, struct op *o)
 
 		if (c->size == 1)
 			ret = 0;
-		else if (want_chain(c, bytes))
+		else if (want_chain(c, bytes, false))
 			ret = chain_bcast(c, &t, o->recv, bytes, o->root);
 		else
 			ret = tree_bcast(c, &t, o->recv, bytes, o->root);

@@ -146,6 +146,7 @@ struct xfer {
 	reduce_fn red;
 	size_t esize;
 	char *slots;		/* dc_run's: a chunk per receiving connection */
+	size_t chunk;		/* bytes per chunk (0: DEVCOLL_CHUNK) */
 };
 int dc_run(devcoll_comm *c, struct xfer *x);
 /* one message each way (either may be absent) */
@@ -158,6 +159,7 @@ int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress);
 int dc_seq_cmp(uint32_t a, uint32_t b);
 const char *dc_kname(unsigned int k);
 size_t dc_nchunks(size_t len, size_t chunk);
+size_t dc_msg_chunk(const devcoll_comm *c);
 size_t dc_chunk_len(size_t len, size_t chunk, size_t j);
 int64_t dc_now_ms(void);
 /* poll the sockets, then sleep (*@spin_until: 0 after progress) */

@@ -348,6 +348,18 @@ struct rstate {
 	size_t nchunks, got;
 };
 
+/*
+ * The chunk of a message that goes whole from one rank to another: nothing
+ * is reduced as its chunks land or passed on chunk by chunk, so chunks
+ * four times DEVCOLL_CHUNK, for fewer calls and headers per byte (1 MiB
+ * chunks made 4 and 16 MiB broadcasts 10 to 20 % faster than 256 KiB). Both
+ * ends of such a message use it: dc_sendrecv() and the send/recv engine.
+ */
+size_t dc_msg_chunk(const devcoll_comm *c)
+{
+	return 4 * c->chunk;
+}
+
 size_t dc_nchunks(size_t len, size_t chunk)
 {
 	return len ? (len + chunk - 1) / chunk : 1;
@@ -556,15 +568,15 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 						    t->tag);
 			int s = (int)(h->step - x->tmpl.step);
 			struct step *st = &x->st[s];
-			size_t j = h->off / c->chunk;
+			size_t j = h->off / x->chunk;
 
 			if (!st->rptr || h->total != st->rlen)
 				return dc_comm_fail(c, -EPROTO, "mismatched %s #%u: rank %d sends %llu "
 						    "bytes, this rank expects %zu", dc_kname(t->kind), t->seq,
 						    k->peer, (unsigned long long)h->total,
 						    st->rptr ? st->rlen : 0);
-			if (h->off % c->chunk || j >= rs[s].nchunks || rs[s].done[j] ||
-			    h->len != (st->rlen ? dc_chunk_len(st->rlen, c->chunk, j) : 0))
+			if (h->off % x->chunk || j >= rs[s].nchunks || rs[s].done[j] ||
+			    h->len != (st->rlen ? dc_chunk_len(st->rlen, x->chunk, j) : 0))
 				return dc_comm_fail(c, -EPROTO, "bad chunk from rank %d", k->peer);
 			k->rhdr_valid = false;
 			k->rinpay = true;
@@ -575,7 +587,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			/* a reduction lands in the connection's cache-sized slot
 			 * and is reduced from there as soon as the chunk is in;
 			 * devmem reduces straight from the fragments */
-			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * c->chunk
+			k->rdst = x->red && st->tmp ? x->slots + (size_t)(k - &c->conns[x->rpeer * c->nconns]) * x->chunk
 						    : st->rptr + h->off;
 		}
 		struct step *st = &x->st[k->rstep];
@@ -585,7 +597,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 
 		if (k->rpay_got < k->rpay_len) {
 			if (direct_red) {	/* devmem: reduce from the fragments in place */
-				size_t at = k->rchunk * c->chunk + k->rpay_got;
+				size_t at = k->rchunk * x->chunk + k->rpay_got;
 
 				n = dc_dm_recv(c, k, st->rptr + at, mine + at, k->rpay_len - k->rpay_got,
 					       x->red, x->esize);
@@ -607,7 +619,7 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 				continue;
 		}
 		if (x->red && st->tmp && !direct_red) {
-			size_t off = k->rchunk * c->chunk;
+			size_t off = k->rchunk * x->chunk;
 
 			x->red(st->rptr + off, mine + off, k->rdst, k->rpay_len / x->esize);
 		}
@@ -670,6 +682,8 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 	int64_t deadline, spin_until = 0;
 	int ret = 0;
 
+	if (!x->chunk)
+		x->chunk = c->chunk;
 	if (c->err)
 		return dc_fail(c->err, "%s", c->errmsg);
 	if (!rs)
@@ -678,14 +692,14 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 
 	for (int s = 0; s < x->nst; s++) {
 		need_slots |= x->red && x->st[s].tmp && x->st[s].rptr;
-		rs[s].nchunks = x->st[s].rptr ? dc_nchunks(x->st[s].rlen, c->chunk) : 0;
+		rs[s].nchunks = x->st[s].rptr ? dc_nchunks(x->st[s].rlen, x->chunk) : 0;
 		rs[s].got = 0;
 		total_chunks += rs[s].nchunks;
 	}
 	recv_left = total_chunks;
 	x->slots = NULL;
 	if (need_slots) {
-		x->slots = malloc(c->nconns * c->chunk);
+		x->slots = malloc(c->nconns * x->chunk);
 		if (!x->slots) {
 			if (rs != rs_stack)
 				free(rs);
@@ -728,14 +742,14 @@ int dc_run(devcoll_comm *c, struct xfer *x)
 					k->shdr = x->tmpl;
 					k->shdr.step = x->tmpl.step + (uint32_t)ss;
 					k->shdr.total = st->slen;
-					k->shdr.off = sj * c->chunk;
-					k->shdr.len = (uint32_t)(st->slen ? dc_chunk_len(st->slen, c->chunk, sj) : 0);
+					k->shdr.off = sj * x->chunk;
+					k->shdr.len = (uint32_t)(st->slen ? dc_chunk_len(st->slen, x->chunk, sj) : 0);
 					k->shdr_done = 0;
 					k->spay = st->sptr + k->shdr.off;
 					k->spay_len = k->shdr.len;
 					k->spay_done = 0;
 					k->sbusy = true;
-					if (++sj >= dc_nchunks(st->slen, c->chunk)) {
+					if (++sj >= dc_nchunks(st->slen, x->chunk)) {
 						sj = 0;
 						do
 							ss++;
@@ -813,7 +827,8 @@ int dc_sendrecv(devcoll_comm *c, const struct wire_hdr *tmpl, int speer, const v
 		.sptr = speer >= 0 ? (sbuf ? sbuf : "") : NULL, .slen = slen,
 		.rptr = rpeer >= 0 ? (rbuf ? rbuf : (char *)"") : NULL, .rlen = rlen,
 	};
-	struct xfer x = { .speer = speer, .rpeer = rpeer, .st = &st, .nst = 1, .tmpl = *tmpl };
+	struct xfer x = { .speer = speer, .rpeer = rpeer, .st = &st, .nst = 1, .tmpl = *tmpl,
+			  .chunk = dc_msg_chunk(c) };
 
 	return dc_run(c, &x);
 }

@@ -64,7 +64,7 @@ static int start(devcoll_comm *c, struct batch *b, devcoll_req *q)
 	if (!m->buf)
 		m->buf = (char *)"";	/* count 0: no arithmetic on NULL */
 	m->len = bytes;
-	m->nch = dc_nchunks(bytes, c->chunk);
+	m->nch = dc_nchunks(bytes, dc_msg_chunk(c));
 	if (!m->send && !(m->got = calloc(m->nch, 1))) {
 		free(m);
 		return -ENOMEM;
@@ -111,8 +111,8 @@ static int send_conn(devcoll_comm *c, struct batch *b, int ki, int *progress)
 			if (!m)
 				return 0;
 			k->shdr = m->t;
-			k->shdr.off = m->next * c->chunk;
-			k->shdr.len = (uint32_t)(m->len ? dc_chunk_len(m->len, c->chunk, m->next) : 0);
+			k->shdr.off = m->next * dc_msg_chunk(c);
+			k->shdr.len = (uint32_t)(m->len ? dc_chunk_len(m->len, dc_msg_chunk(c), m->next) : 0);
 			k->shdr_done = 0;
 			k->spay = m->buf + k->shdr.off;
 			k->spay_len = k->shdr.len;
@@ -165,10 +165,10 @@ static int recv_conn(devcoll_comm *c, struct batch *b, int ki, int *progress)
 						    devcoll_dtype_name(h->dtype), h->tag,
 						    (unsigned long long)m->t.count,
 						    devcoll_dtype_name(m->t.dtype), m->t.tag);
-			size_t j = h->off / c->chunk;
+			size_t j = h->off / dc_msg_chunk(c);
 
-			if (h->total != m->len || h->off % c->chunk || j >= m->nch || m->got[j] ||
-			    h->len != (m->len ? dc_chunk_len(m->len, c->chunk, j) : 0))
+			if (h->total != m->len || h->off % dc_msg_chunk(c) || j >= m->nch || m->got[j] ||
+			    h->len != (m->len ? dc_chunk_len(m->len, dc_msg_chunk(c), j) : 0))
 				return dc_comm_fail(c, -EPROTO, "bad chunk from rank %d", k->peer);
 			k->rhdr_valid = false;
 			k->rinpay = true;
