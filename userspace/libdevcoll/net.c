@@ -357,7 +357,8 @@ struct rstate {
  */
 size_t dc_msg_chunk(const devcoll_comm *c)
 {
-	return 4 * c->chunk;
+	/* within DEVCOLL_CHUNK's own limit, for the header's 32-bit length */
+	return c->chunk <= (1u << 28) ? 4 * c->chunk : c->chunk;
 }
 
 size_t dc_nchunks(size_t len, size_t chunk)
