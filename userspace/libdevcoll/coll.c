@@ -867,11 +867,10 @@ DEVCOLL_EXPORT int devcoll_wait(devcoll_req *q)
 	/* the queue not taken up yet runs here: waking the progress thread
 	 * and then this one would cost tens of microseconds each */
 	while (!q->done) {
-		if (c->qhead && !c->busy) {
+		if (c->qhead && !c->busy)
 			run_head(c);
-		} else {
+		else
 			pthread_cond_wait(&c->cv, &c->mtx);
-		}
 	}
 	st = q->status;
 	pthread_mutex_unlock(&c->mtx);

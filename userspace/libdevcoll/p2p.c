@@ -30,6 +30,7 @@ struct batch {
 	struct msg **m;
 	int n, cap;
 	struct msg **sown, **rown;	/* per connection: whose chunk is in flight */
+	size_t chunk;			/* dc_msg_chunk() */
 };
 
 static bool is_p2p(const devcoll_req *q)
@@ -64,7 +65,7 @@ static int start(devcoll_comm *c, struct batch *b, devcoll_req *q)
 	if (!m->buf)
 		m->buf = (char *)"";	/* count 0: no arithmetic on NULL */
 	m->len = bytes;
-	m->nch = dc_nchunks(bytes, dc_msg_chunk(c));
+	m->nch = dc_nchunks(bytes, b->chunk);
 	if (!m->send && !(m->got = calloc(m->nch, 1))) {
 		free(m);
 		return -ENOMEM;
@@ -111,8 +112,8 @@ static int send_conn(devcoll_comm *c, struct batch *b, int ki, int *progress)
 			if (!m)
 				return 0;
 			k->shdr = m->t;
-			k->shdr.off = m->next * dc_msg_chunk(c);
-			k->shdr.len = (uint32_t)(m->len ? dc_chunk_len(m->len, dc_msg_chunk(c), m->next) : 0);
+			k->shdr.off = m->next * b->chunk;
+			k->shdr.len = (uint32_t)(m->len ? dc_chunk_len(m->len, b->chunk, m->next) : 0);
 			k->shdr_done = 0;
 			k->spay = m->buf + k->shdr.off;
 			k->spay_len = k->shdr.len;
@@ -165,10 +166,10 @@ static int recv_conn(devcoll_comm *c, struct batch *b, int ki, int *progress)
 						    devcoll_dtype_name(h->dtype), h->tag,
 						    (unsigned long long)m->t.count,
 						    devcoll_dtype_name(m->t.dtype), m->t.tag);
-			size_t j = h->off / dc_msg_chunk(c);
+			size_t j = h->off / b->chunk;
 
-			if (h->total != m->len || h->off % dc_msg_chunk(c) || j >= m->nch || m->got[j] ||
-			    h->len != (m->len ? dc_chunk_len(m->len, dc_msg_chunk(c), j) : 0))
+			if (h->total != m->len || h->off % b->chunk || j >= m->nch || m->got[j] ||
+			    h->len != (m->len ? dc_chunk_len(m->len, b->chunk, j) : 0))
 				return dc_comm_fail(c, -EPROTO, "bad chunk from rank %d", k->peer);
 			k->rhdr_valid = false;
 			k->rinpay = true;
@@ -258,7 +259,7 @@ static int reap(struct batch *b, int err)
 void dc_p2p_batch(devcoll_comm *c)
 {
 	size_t nk = (size_t)c->size * c->nconns;
-	struct batch b = { .sown = calloc(2 * nk, sizeof(*b.sown)) };
+	struct batch b = { .sown = calloc(2 * nk, sizeof(*b.sown)), .chunk = dc_msg_chunk(c) };
 	int64_t deadline = dc_now_ms() + c->timeout_ms, spin_until = 0;
 	int ret = b.sown ? 0 : -ENOMEM;
 
