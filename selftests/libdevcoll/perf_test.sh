@@ -3,6 +3,7 @@
 # sizes: libdevcoll, Open MPI and Gloo must each run every collective they
 # have (Gloo has no reduce_scatter) and get every element right (the tool
 # fails on a baseline's wrong element too), and the table must say so.
+# Then -o's list and its error.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 make -s -C "$top/userspace" >/dev/null || exit 1
@@ -39,4 +40,16 @@ if [ $fails != 0 ]; then
 	echo "devcoll-perf said:"
 	sed 's/^/  /' <<< "$out" | tail -40
 fi
+# a list of collectives runs those; a name it does not know is an error,
+# not a silent allreduce
+out=$(timeout 60 "$perf" --np 2 -o gather,broadcast -b 64 -e 64 -w 1 -n 1 2>&1)
+heads=$(grep -o '^# devcoll-perf: [a-z_]*' <<< "$out" | awk '{print $3}' | tr '\n' ' ')
+[ "$heads" = "gather broadcast " ] && echo "ok: -o gather,broadcast runs gather, then broadcast" ||
+	fail "-o gather,broadcast ran: '$heads'"
+out=$(timeout 60 "$perf" --np 2 -o gather,bogus -b 64 -e 64 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "unknown collective 'bogus'" <<< "$out" &&
+	echo "ok: -o gather,bogus exits $rc naming 'bogus'" ||
+	fail "-o gather,bogus exited $rc: $out"
+
 [ $fails = 0 ]

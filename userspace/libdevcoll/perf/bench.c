@@ -132,10 +132,41 @@ static long check(struct backend *be, enum bcoll c, enum btype t, const void *re
 static void usage(void)
 {
 	fprintf(stderr,
-		"options: -b MINBYTES -e MAXBYTES -f FACTOR -o allreduce|allgather|reduce_scatter|"
-		"alltoall|\n         broadcast|reduce|gather|scatter|sendrecv|all\n"
+		"options: -b MINBYTES -e MAXBYTES -f FACTOR -o LIST (comma-separated: allreduce|allgather|reduce_scatter|"
+		"alltoall|\n         broadcast|reduce|gather|scatter|sendrecv|all)\n"
 		"         -d float|double|int32 -w WARMUP -n ITERS -t MS (time each size at least this\n"
 		"         long) -c 0|1 (check) -m (machine output)\n");
+}
+
+/* -o: "all" or names separated by commas; 1 after an error message. */
+static int parse_colls(const char *arg, int *colls, int *ncolls, bool say)
+{
+	char buf[256], *save = NULL;
+
+	if (strlen(arg) >= sizeof(buf)) {
+		if (say)
+			fprintf(stderr, "devcoll-perf: -o %s: too long\n", arg);
+		return 1;
+	}
+	strcpy(buf, arg);
+	for (char *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		int found = -1;
+
+		for (int c = 0; c < B_NCOLL; c++)
+			if (!strcmp(name, "all") || !strcmp(name, cnames[c])) {
+				found = c;
+				if (*ncolls < B_NCOLL)
+					colls[(*ncolls)++] = c;
+			}
+		if (found < 0) {
+			if (say) {
+				fprintf(stderr, "devcoll-perf: unknown collective '%s'\n", name);
+				usage();
+			}
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* Seconds per call, the slowest rank's mean over @iters calls. */
@@ -166,26 +197,28 @@ int bench_main(struct backend *be, int argc, char **argv)
 		case 'e': maxb = parse_size(optarg); break;
 		case 'f': factor = atof(optarg); break;
 		case 'o':
-			if (!strcmp(optarg, "all")) {
-				for (int c = 0; c < B_NCOLL; c++)
-					colls[ncolls++] = c;
-				break;
-			}
-			for (int c = 0; c < B_NCOLL; c++)
-				if (!strcmp(optarg, cnames[c]) && ncolls < B_NCOLL)
-					colls[ncolls++] = c;
+			if (parse_colls(optarg, colls, &ncolls, be->rank == 0))
+				return 2;
 			break;
 		case 'd':
+			t = BT_NTYPES;
 			for (int k = 0; k < BT_NTYPES; k++)
 				if (!strcmp(optarg, tnames[k]))
 					t = (enum btype)k;
+			if (t == BT_NTYPES) {
+				if (be->rank == 0) {
+					fprintf(stderr, "devcoll-perf: unknown type '%s'\n", optarg);
+					usage();
+				}
+				return 2;
+			}
 			break;
 		case 'w': warm = atoi(optarg); break;
 		case 'n': iters = atoi(optarg); break;
 		case 't': min_ms = atoi(optarg); break;
 		case 'c': checkit = atoi(optarg); break;
 		case 'm': machine = 1; break;
-		default: usage(); return 2;
+		default: if (be->rank == 0) usage(); return 2;
 		}
 	}
 	if (!ncolls)
