@@ -2,7 +2,8 @@
 # Host tests of libdevcoll (userspace/libdevcoll/tests/t_*.c), built with ASan
 # and UBSan against the library's sources: the collective matrix over
 # loopback (world sizes 1..8, sampled; DEVCOLL_FULL=1 for all of it), the
-# 64 MiB allreduce, non-blocking overlap, killed peers, mismatches, timeouts.
+# 64 MiB allreduce, non-blocking overlap, killed peers, mismatches, timeouts,
+# the vector fp16/bf16 reductions against the portable loops.
 set -u
 cd "$(dirname "$0")/../../userspace/libdevcoll/tests" || exit 1
 export ASAN_OPTIONS=detect_leaks=1

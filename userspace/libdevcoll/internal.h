@@ -117,6 +117,8 @@ int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 /* dst = a OP b for @n elements; @a may be @dst */
 typedef void (*reduce_fn)(void *dst, const void *a, const void *b, size_t n);
 reduce_fn dc_reduce_fn(enum devcoll_dtype t, enum devcoll_op op);
+/* the portable loops, which dc_reduce_fn() may replace with vector ones */
+reduce_fn dc_reduce_fn_scalar(enum devcoll_dtype t, enum devcoll_op op);
 void dc_avg_finish(void *buf, size_t n, enum devcoll_dtype t, int size);
 
 /* net.c: bootstrap and the transfer engine */
