@@ -3,7 +3,7 @@
 # sizes: libdevcoll, Open MPI and Gloo must each run every collective they
 # have (Gloo has no reduce_scatter) and get every element right (the tool
 # fails on a baseline's wrong element too), and the table must say so.
-# Then -o's list and its error.
+# Then the 16-bit float types, -o's list and its error.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 make -s -C "$top/userspace" >/dev/null || exit 1
@@ -40,6 +40,24 @@ if [ $fails != 0 ]; then
 	echo "devcoll-perf said:"
 	sed 's/^/  /' <<< "$out" | tail -40
 fi
+# the 16-bit floats: every collective right in libdevcoll; Gloo sums half
+# (allreduce and reduce), Open MPI has neither type and only moves them
+for d in half bfloat16; do
+	out=$(timeout 120 "$perf" --np 2 --compare --repeat 1 -o all -d $d -b 64 -e 64K -f 1024 -w 1 -n 3 2>&1)
+	rc=$?
+	rows=$(awk '$1 ~ /^[a-z_]+$/ && $2 ~ /^[0-9]+$/' <<< "$out")
+	n=$(grep -c . <<< "$rows")
+	bad=$(awk '$5 != 0 || $3 == "-"' <<< "$rows")
+	gloo_sum=$(awk '$1 == "allreduce" && $8 != "-"' <<< "$rows" | grep -c .)
+	want_gloo=$([ $d = half ] && echo 2 || echo 0)
+	if [ $rc != 0 ] || [ "$n" != 18 ] || [ -n "$bad" ] || [ "$gloo_sum" != "$want_gloo" ] ||
+	   grep -q "wrong elements" <<< "$out"; then
+		fail "-d $d: exit $rc, $n rows (want 18), Gloo allreduce rows $gloo_sum (want $want_gloo), wrong or missing:"
+		sed 's/^/  /' <<< "$out" | tail -25
+	else
+		echo "ok: -d $d: every collective at 64 B and 64 KiB, no wrong element, Gloo's allreduce beside it: $want_gloo rows"
+	fi
+done
 # a list of collectives runs those; a name it does not know is an error,
 # not a silent allreduce
 out=$(timeout 60 "$perf" --np 2 -o gather,broadcast -b 64 -e 64 -w 1 -n 1 2>&1)

@@ -21,8 +21,8 @@ static const char *const cnames[B_NCOLL] = {
 	"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce", "gather",
 	"scatter", "sendrecv",
 };
-static const char *const tnames[BT_NTYPES] = { "float", "double", "int32" };
-static const size_t tsizes[BT_NTYPES] = { 4, 8, 4 };
+static const char *const tnames[BT_NTYPES] = { "float", "double", "int32", "half", "bfloat16" };
+static const size_t tsizes[BT_NTYPES] = { 4, 8, 4, 2, 2 };
 
 static double now(void)
 {
@@ -46,25 +46,71 @@ static size_t parse_size(const char *s)
 	return (size_t)v;
 }
 
+/*
+ * The 16-bit floats hold the small integers of inval() (and -1, -99)
+ * exactly: a float's bits cut down without rounding. Normal numbers and
+ * zero only.
+ */
+static uint16_t to16(enum btype t, double v)
+{
+	float f = (float)v;
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if (t == BT_BF16)
+		return (uint16_t)(u >> 16);
+	if (!(u & 0x7fffffff))
+		return (uint16_t)(u >> 16);
+	return (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
+}
+
+static double from16(enum btype t, uint16_t h)
+{
+	uint32_t u;
+	float f;
+
+	if (t == BT_BF16)
+		u = (uint32_t)h << 16;
+	else if (!(h & 0x7fff))
+		u = (uint32_t)h << 16;
+	else if ((h & 0x7c00) == 0x7c00)
+		u = ((uint32_t)(h & 0x8000) << 16) | 0x7fc00000;	/* inf or NaN: wrong anyway */
+	else
+		u = ((uint32_t)(h & 0x8000) << 16) | ((((h >> 10) & 0x1f) + 112u) << 23) |
+		    ((uint32_t)(h & 0x3ff) << 13);
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 static void put(enum btype t, void *b, size_t i, double v)
 {
 	if (t == BT_FLOAT)
 		((float *)b)[i] = (float)v;
 	else if (t == BT_DOUBLE)
 		((double *)b)[i] = v;
-	else
+	else if (t == BT_INT32)
 		((int32_t *)b)[i] = (int32_t)v;
+	else
+		((uint16_t *)b)[i] = to16(t, v);
 }
 
 static double get(enum btype t, const void *b, size_t i)
 {
-	return t == BT_FLOAT ? ((const float *)b)[i] : t == BT_DOUBLE ? ((const double *)b)[i]
-								   : ((const int32_t *)b)[i];
+	switch (t) {
+	case BT_FLOAT: return ((const float *)b)[i];
+	case BT_DOUBLE: return ((const double *)b)[i];
+	case BT_INT32: return ((const int32_t *)b)[i];
+	default: return from16(t, ((const uint16_t *)b)[i]);
+	}
 }
 
-/* input of rank r, element i: small integers, exact in every type */
-static double inval(int r, size_t i)
+/* input of rank r, element i: small integers, exact in every type, and
+ * their sums too: bfloat16 holds the integers up to 256 (as many as 20
+ * ranks here) */
+static double inval(enum btype t, int r, size_t i)
 {
+	if (t == BT_HALF || t == BT_BF16)
+		return (double)((r % 16 + 16) % 16 + (int)(i % 7));
 	return (double)((r + 1) * 3 + (int)(i % 17));
 }
 
@@ -83,7 +129,7 @@ static long check(struct backend *be, enum bcoll c, enum btype t, const void *re
 			double want = 0;
 
 			for (int k = 0; k < n; k++)
-				want += inval(k, i);
+				want += inval(t, k, i);
 			wrong += get(t, recv, i) != want;
 		}
 		break;
@@ -92,36 +138,36 @@ static long check(struct backend *be, enum bcoll c, enum btype t, const void *re
 			double want = 0;
 
 			for (int k = 0; k < n; k++)
-				want += inval(k, (size_t)r * count + i);
+				want += inval(t, k, (size_t)r * count + i);
 			wrong += get(t, recv, i) != want;
 		}
 		break;
 	case B_ALLGATHER:
 		for (int k = 0; k < n; k++)
 			for (size_t i = 0; i < count; i++)
-				wrong += get(t, recv, (size_t)k * count + i) != inval(k, i);
+				wrong += get(t, recv, (size_t)k * count + i) != inval(t, k, i);
 		break;
 	case B_ALLTOALL:	/* block k from rank k: its elements r*count.. */
 		for (int k = 0; k < n; k++)
 			for (size_t i = 0; i < count; i++)
-				wrong += get(t, recv, (size_t)k * count + i) != inval(k, (size_t)r * count + i);
+				wrong += get(t, recv, (size_t)k * count + i) != inval(t, k, (size_t)r * count + i);
 		break;
 	case B_BROADCAST:
 		for (size_t i = 0; i < count; i++)
-			wrong += get(t, recv, i) != inval(root, i);
+			wrong += get(t, recv, i) != inval(t, root, i);
 		break;
 	case B_GATHER:
 		for (int k = 0; r == root && k < n; k++)
 			for (size_t i = 0; i < count; i++)
-				wrong += get(t, recv, (size_t)k * count + i) != inval(k, i);
+				wrong += get(t, recv, (size_t)k * count + i) != inval(t, k, i);
 		break;
 	case B_SCATTER:		/* block r of the root's */
 		for (size_t i = 0; i < count; i++)
-			wrong += get(t, recv, i) != inval(root, (size_t)r * count + i);
+			wrong += get(t, recv, i) != inval(t, root, (size_t)r * count + i);
 		break;
 	case B_SENDRECV:
 		for (size_t i = 0; i < count; i++)
-			wrong += get(t, recv, i) != inval((r + n - 1) % n, i);
+			wrong += get(t, recv, i) != inval(t, (r + n - 1) % n, i);
 		break;
 	default:
 		break;
@@ -134,7 +180,7 @@ static void usage(void)
 	fprintf(stderr,
 		"options: -b MINBYTES -e MAXBYTES -f FACTOR -o LIST (comma-separated: allreduce|allgather|reduce_scatter|"
 		"alltoall|\n         broadcast|reduce|gather|scatter|sendrecv|all)\n"
-		"         -d float|double|int32 -w WARMUP -n ITERS -t MS (time each size at least this\n"
+		"         -d float|double|int32|half|bfloat16 -w WARMUP -n ITERS -t MS (time each size at least this\n"
 		"         long) -c 0|1 (check) -m (machine output)\n");
 }
 
@@ -294,7 +340,7 @@ int bench_main(struct backend *be, int argc, char **argv)
 				/* the checked run */
 				if (checkit && !ret) {
 					for (size_t i = 0; i < in_elems; i++)
-						put(t, sb, i, inval(c == B_BROADCAST ? (r == root ? r : -99) : r, i));
+						put(t, sb, i, inval(t, c == B_BROADCAST ? (r == root ? r : -99) : r, i));
 					if (c == B_BROADCAST && r != root)
 						for (size_t i = 0; i < count; i++)
 							put(t, sb, i, -1);

@@ -14,7 +14,8 @@ enum bcoll {
 	B_ALLREDUCE, B_ALLGATHER, B_REDUCE_SCATTER, B_ALLTOALL, B_BROADCAST, B_REDUCE, B_GATHER,
 	B_SCATTER, B_SENDRECV, B_NCOLL
 };
-enum btype { BT_FLOAT, BT_DOUBLE, BT_INT32, BT_NTYPES };
+enum btype { BT_FLOAT, BT_DOUBLE, BT_INT32, BT_HALF, BT_BF16, BT_NTYPES };
+/* half and bfloat16: 16-bit floats (IEEE binary16, bfloat16) */
 
 struct backend {
 	const char *name;

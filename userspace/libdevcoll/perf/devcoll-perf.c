@@ -27,7 +27,9 @@
 
 static devcoll_comm *comm;
 
-static const enum devcoll_dtype dt[BT_NTYPES] = { DEVCOLL_FP32, DEVCOLL_FP64, DEVCOLL_INT32 };
+static const enum devcoll_dtype dt[BT_NTYPES] = {
+	DEVCOLL_FP32, DEVCOLL_FP64, DEVCOLL_INT32, DEVCOLL_FP16, DEVCOLL_BF16,
+};
 
 static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, int root)
 {

@@ -34,7 +34,7 @@ static int run(enum bcoll c, const void *s, void *r, size_t n, int root)
 		gloo::AllreduceOptions o(ctx);
 
 		if (in != out)
-			memcpy(out, in, n * sizeof(T));
+			memcpy(static_cast<void *>(out), in, n * sizeof(T));
 		o.setOutput(out, n);
 		o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
 		o.setReduceFunction(static_cast<void (*)(void *, const void *, const void *, size_t)>(
@@ -132,6 +132,11 @@ static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, in
 		switch (t) {
 		case BT_FLOAT: return run<float>(c, s, r, n, root);
 		case BT_DOUBLE: return run<double>(c, s, r, n, root);
+		case BT_HALF: return run<gloo::float16>(c, s, r, n, root);
+		case BT_BF16:	/* no bfloat16 in Gloo: moved as 16-bit integers */
+			if (c == B_ALLREDUCE || c == B_REDUCE)
+				return -ENOTSUP;
+			return run<uint16_t>(c, s, r, n, root);
 		default: return run<int32_t>(c, s, r, n, root);
 		}
 	} catch (const std::exception &e) {

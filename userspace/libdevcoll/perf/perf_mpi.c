@@ -5,9 +5,11 @@
 #include <mpi.h>
 #include "bench.h"
 
+/* MPI has no 16-bit float: they move as 16-bit integers, and reduce not */
 static MPI_Datatype mt(enum btype t)
 {
-	return t == BT_FLOAT ? MPI_FLOAT : t == BT_DOUBLE ? MPI_DOUBLE : MPI_INT;
+	return t == BT_FLOAT ? MPI_FLOAT : t == BT_DOUBLE ? MPI_DOUBLE : t == BT_INT32 ? MPI_INT
+	       : MPI_UINT16_T;
 }
 
 static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, int root)
@@ -16,6 +18,9 @@ static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, in
 	const void *in = s == r ? MPI_IN_PLACE : s;
 
 	MPI_Comm_rank(MPI_COMM_WORLD, &me);
+	if ((t == BT_HALF || t == BT_BF16) &&
+	    (c == B_ALLREDUCE || c == B_REDUCE || c == B_REDUCE_SCATTER))
+		return -ENOTSUP;
 	switch (c) {
 	case B_ALLREDUCE: return MPI_Allreduce(in, r, cnt, mt(t), MPI_SUM, MPI_COMM_WORLD);
 	case B_REDUCE:
