@@ -50,9 +50,10 @@ long dc_env_long(const char *name, long dflt)
 }
 
 /*
- * Small messages poll the sockets before sleeping: a wake-up from
- * epoll_wait costs tens of microseconds, more than the message. The poll
- * yields the CPU between rounds, so ranks sharing a CPU still take turns.
+ * The engine polls the sockets this long before sleeping: a wake-up from
+ * epoll_wait costs tens of microseconds, more than a small message and a
+ * tenth of a large one's chunk. The poll yields the CPU between rounds, so
+ * ranks sharing a CPU still take turns.
  */
 #define DEFAULT_SPIN_US 50
 
