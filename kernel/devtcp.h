@@ -13,6 +13,7 @@
 #include <linux/netdevice.h>
 #include <linux/prandom.h>
 #include <linux/ptr_ring.h>
+#include <linux/smp.h>
 #include <linux/u64_stats_sync.h>
 
 #define DEVTCP_DEFAULT_QUEUES	8
@@ -70,6 +71,8 @@ struct devtcp_rx_mem {
 struct devtcp_rxq {
 	struct devtcp_priv *priv;
 	struct napi_struct napi;
+	int napi_cpu;			/* where the NAPI runs: the "IRQ affinity" */
+	call_single_data_t kick_csd;	/* schedules it there from elsewhere */
 	struct ptr_ring wire;		/* frames from the peer, not yet received */
 	struct devtcp_rx_mem mem;
 	bool sender_stopped;		/* a peer TX queue waits for wire space */
@@ -214,6 +217,7 @@ void devtcp_rx_mem_free(struct devtcp_rx_mem *mem);
 int devtcp_rxq_open(struct devtcp_rxq *rxq);
 void devtcp_rxq_close(struct devtcp_rxq *rxq);
 int devtcp_rx_poll(struct napi_struct *napi, int budget);
+void devtcp_napi_kick(struct devtcp_rxq *rxq);
 
 /* tx.c */
 netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev);

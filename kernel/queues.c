@@ -56,7 +56,7 @@ static int devtcp_queue_start(struct net_device *dev, struct netdev_queue_config
 	devtcp_rx_mem_attach(rxq);
 	napi_enable_locked(&rxq->napi);
 	local_bh_disable();
-	napi_schedule(&rxq->napi);
+	devtcp_napi_kick(rxq);
 	local_bh_enable();
 	return 0;
 }

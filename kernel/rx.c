@@ -210,6 +210,37 @@ int devtcp_rx_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
+static void devtcp_napi_remote(void *data)
+{
+	struct devtcp_rxq *rxq = data;
+
+	__napi_schedule_irqoff(&rxq->napi);
+}
+
+/*
+ * Schedules the channel's NAPI on its own CPU, as a NIC's interrupt bound
+ * there would, wherever the frame was sent from. Skbs freed on another CPU
+ * wait on the defer list of the CPU that received them, holding their
+ * page pool buffers (devmem net_iovs among them) until its next NET_RX
+ * softirq. Received on whichever CPU happened to send, they could wait on
+ * an idle CPU while the queue, out of buffers, dropped the resends that
+ * would free them; on its fixed CPU every resend runs that softirq.
+ */
+void devtcp_napi_kick(struct devtcp_rxq *rxq)
+{
+	if (!napi_schedule_prep(&rxq->napi))
+		return;
+	/*
+	 * Our prep owns the NAPI until the poll completes, after the remote
+	 * call has run, so the csd is never busy here; an offline CPU
+	 * (-ENXIO) gets the NAPI run where we are.
+	 */
+	if (rxq->napi_cpu != raw_smp_processor_id() &&
+	    !smp_call_function_single_async(rxq->napi_cpu, &rxq->kick_csd))
+		return;
+	__napi_schedule(&rxq->napi);
+}
+
 static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 					    bool unreadable)
 {
@@ -294,6 +325,8 @@ int devtcp_rxq_open(struct devtcp_rxq *rxq)
 	if (err)
 		goto err_wire;
 	atomic_set(&txq->inflight, 0);
+	rxq->napi_cpu = cpumask_local_spread(rxq->idx, dev_to_node(&dev->dev));
+	INIT_CSD(&rxq->kick_csd, devtcp_napi_remote, rxq);
 	netif_napi_add_config_locked(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
 	err = devtcp_rx_mem_alloc(rxq, &rxq->mem);
 	if (err)

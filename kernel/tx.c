@@ -182,7 +182,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		/* Another queue filled the ring first: retry once it drains. */
 		atomic_dec(&txq->inflight);
 		devtcp_tx_stop(txq, nq, rxq);
-		napi_schedule(&rxq->napi);
+		devtcp_napi_kick(rxq);
 		return NETDEV_TX_BUSY;
 	}
 	devtcp_tx_count(txq, len, true);
@@ -190,7 +190,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		devtcp_tx_stop(txq, nq, rxq);
 	else if (atomic_read(&txq->inflight) >= priv->tx_ring_size)
 		devtcp_tx_ring_full(priv, txq, nq);
-	napi_schedule(&rxq->napi);
+	devtcp_napi_kick(rxq);
 	return NETDEV_TX_OK;
 
 drop:
@@ -237,10 +237,10 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 	}
 	rxq = &rx->rxq[q];
 	if (ptr_ring_produce(&rxq->wire, skb)) {
-		napi_schedule(&rxq->napi);
+		devtcp_napi_kick(rxq);
 		return -EBUSY;
 	}
-	napi_schedule(&rxq->napi);
+	devtcp_napi_kick(rxq);
 	return 0;
 
 drop:
@@ -270,7 +270,7 @@ void devtcp_tx_complete(struct devtcp_rxq *rxq, struct sk_buff *skb, int budget)
 		if (smp_load_acquire(&tx->up) && DEVTCP_SKB_CB(skb)->gen == READ_ONCE(tx->gen) &&
 		    qid < READ_ONCE(sender->real_num_tx_queues) &&
 		    !ptr_ring_produce(&tx->txq[qid].done, skb)) {
-			napi_schedule(&tx->rxq[qid].napi);
+			devtcp_napi_kick(&tx->rxq[qid]);
 			rcu_read_unlock();
 			return;
 		}
