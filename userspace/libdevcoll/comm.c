@@ -114,6 +114,8 @@ void dc_comm_free(devcoll_comm *c)
 	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++)
 		if (c->conns[i].fd >= 0)
 			close(c->conns[i].fd);
+	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++)
+		free(c->conns[i].stage);
 	if (c->epfd >= 0)
 		close(c->epfd);
 	if (c->wakefd >= 0)

@@ -53,6 +53,9 @@ struct conn {
 	int rstep;
 	size_t rchunk;
 	bool reof;
+	/* small reads are served from here (dc_conn_recv) */
+	char *stage;
+	size_t stage_off, stage_len;
 	/* devmem receive path */
 	struct devmem_rx *drx;
 };
