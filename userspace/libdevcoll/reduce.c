@@ -216,14 +216,12 @@ TARGET static void name##_avx2(void *d, const void *x, const void *y, size_t n)	
 							  VOP(bf16_hi(u), bf16_hi(v))));	\
   }
 
-VHALF_FN(f16_sum, f16, VSUM)
-VHALF_FN(f16_prod, f16, VPROD)
-VHALF_FN(f16_min, f16, VMIN)
-VHALF_FN(f16_max, f16, VMAX)
-VHALF_FN(bf16_sum, bf16, VSUM)
-VHALF_FN(bf16_prod, bf16, VPROD)
-VHALF_FN(bf16_min, bf16, VMIN)
-VHALF_FN(bf16_max, bf16, VMAX)
+#define VHALF_FNS(T)									\
+	VHALF_FN(T##_sum, T, VSUM) VHALF_FN(T##_prod, T, VPROD)				\
+	VHALF_FN(T##_min, T, VMIN) VHALF_FN(T##_max, T, VMAX)
+
+VHALF_FNS(f16)
+VHALF_FNS(bf16)
 
 #define VROW(p) { p##_sum_avx2, p##_prod_avx2, p##_min_avx2, p##_max_avx2, p##_sum_avx2 }
 static const reduce_fn half_avx2[2][DEVCOLL_NOPS] = { VROW(f16), VROW(bf16) };
