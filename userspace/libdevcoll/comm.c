@@ -219,7 +219,10 @@ struct reg {
 
 /* Environment bootstrap: rank 0 collects every rank's endpoint and hands
  * out the table. */
-static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, int *lfd)
+/* @if_addr: DEVCOLL_IF's pick, for the ranks but 0 (which listens where
+ * DEVCOLL_ADDR says: the others reach it there) */
+static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr,
+		    const char *if_addr, int *lfd)
 {
 	struct sockaddr_storage store;
 	socklen_t slen;
@@ -310,10 +313,11 @@ static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, in
 	struct reg r = { WIRE_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, {0} };
 
 	getsockname(fd, (struct sockaddr *)&local, &ll);
-	if (bind_addr) {
+	if (bind_addr || if_addr) {
 		socklen_t l;
 
-		ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &local, &l);
+		ret = parse_addr(bind_addr ? bind_addr : if_addr, false,
+				 bind_addr ? "DEVCOLL_BIND_ADDR" : "DEVCOLL_IF", &local, &l);
 		if (ret) {
 			close(fd);
 			return ret;
@@ -558,14 +562,23 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 	devcoll_comm proto = { 0 }, *c;
 	const char *addr = opts && opts->addr ? opts->addr : getenv("DEVCOLL_ADDR");
 	const char *bind_addr = opts && opts->bind_addr ? opts->bind_addr : getenv("DEVCOLL_BIND_ADDR");
+	const char *ifs = getenv("DEVCOLL_IF"), *if_addr = NULL;
+	char if_buf[INET6_ADDRSTRLEN];
 	int ret, lfd = -1, rank, size;
 
 	*out = NULL;
 	ret = comm_defaults(&proto, opts);
 	if (ret)
 		return ret;
+	/* an address given outright wins over the interfaces to pick from */
+	if (!bind_addr && ifs && *ifs) {
+		ret = dc_if_addr(ifs, if_buf, sizeof(if_buf));
+		if (ret)
+			return ret;
+		if_addr = if_buf;
+	}
 	if ((!opts || opts->rank < 0) && getenv("PMIX_RANK") && !getenv("DEVCOLL_RANK")) {
-		ret = boot_pmix(&c, &proto, bind_addr, &lfd);
+		ret = boot_pmix(&c, &proto, bind_addr ? bind_addr : if_addr, &lfd);
 		if (ret)
 			return ret;
 		c->id = 0x9e3779b97f4a7c15ull;	/* the same on every rank */
@@ -582,7 +595,7 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 			return ret;
 		c->id = 0x9e3779b97f4a7c15ull;
 		if (size > 1) {
-			ret = boot_env(c, addr, bind_addr, &lfd);
+			ret = boot_env(c, addr, bind_addr, if_addr, &lfd);
 			if (ret) {
 				if (lfd >= 0)
 					close(lfd);

@@ -110,6 +110,8 @@ struct devcoll_comm {
 
 /* comm.c: settings from the environment */
 long dc_env_long(const char *name, long dflt);
+/* iface.c: the numeric address DEVCOLL_IF's @spec picks on this host */
+int dc_if_addr(const char *spec, char *out, size_t len);
 
 /* errors */
 int dc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -3,7 +3,8 @@
  * One rank of a job started by mpirun/srun: the communicator comes from
  * PMIx (rank, size, endpoints exchanged with PMIx_Put/Commit/Fence).
  * Prints "ok rank R of N" when the collectives check out. With an IPv6
- * DEVCOLL_BIND_ADDR every rank's endpoint must be IPv6 too.
+ * DEVCOLL_BIND_ADDR every rank's endpoint must be IPv6 too; with
+ * WANT_EP_ADDR (an IPv4 address) every endpoint must be there.
  */
 #include "common.h"
 #include "internal.h"
@@ -30,6 +31,19 @@ int main(void)
 			fprintf(stderr, "rank %d: rank %d's endpoint is not IPv6\n", r, k);
 			fails++;
 		}
+	/* DEVCOLL_IF's test: every endpoint on the address it should pick */
+	const char *want = getenv("WANT_EP_ADDR");
+
+	for (int k = 0; want && k < W; k++) {
+		char host[INET6_ADDRSTRLEN] = "?";
+		const struct sockaddr_in *sa = (const struct sockaddr_in *)&c->eps[k].sa;
+
+		inet_ntop(sa->sin_family, &sa->sin_addr, host, sizeof(host));
+		if (strcmp(host, want)) {
+			fprintf(stderr, "rank %d: rank %d's endpoint is %s, not %s\n", r, k, host, want);
+			fails++;
+		}
+	}
 	int64_t v = r + 1, all[64];
 	size_t n = 100003;
 	double *a = malloc(n * 8);
