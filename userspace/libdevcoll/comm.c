@@ -111,11 +111,11 @@ void dc_comm_free(devcoll_comm *c)
 	dc_dm_free(c);
 	if (c->pmix && pmix_finalize)
 		pmix_finalize(NULL, 0);	/* the world communicator made by PMIx */
-	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++)
+	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++) {
 		if (c->conns[i].fd >= 0)
 			close(c->conns[i].fd);
-	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++)
 		free(c->conns[i].stage);
+	}
 	if (c->epfd >= 0)
 		close(c->epfd);
 	if (c->wakefd >= 0)

@@ -210,12 +210,13 @@ static void zcrx_clamp_window(const struct devmem_zcrx *z, int sock)
 {
 	int mss = 0, cur = 0, clamp;
 	socklen_t l = sizeof(mss);
+	long max = tcp_rmem_max();
 	size_t bytes;
 
 	if (getsockopt(sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss <= 0)
 		mss = 1448;
 	bytes = z->area_size / (size_t)sysconf(_SC_PAGESIZE) / 2 * (size_t)mss;
-	if ((long)bytes >= tcp_rmem_max() && tcp_rmem_max() > 0)
+	if (max > 0 && (long)bytes >= max)
 		return;		/* autotuning stays below it */
 	clamp = bytes > INT_MAX ? INT_MAX : (int)bytes;
 	l = sizeof(cur);

@@ -57,9 +57,7 @@ static uint16_t to16(enum btype t, double v)
 	uint32_t u;
 
 	memcpy(&u, &f, 4);
-	if (t == BT_BF16)
-		return (uint16_t)(u >> 16);
-	if (!(u & 0x7fffffff))
+	if (t == BT_BF16 || !(u & 0x7fffffff))	/* bf16, or zero in either */
 		return (uint16_t)(u >> 16);
 	return (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 112) << 10) | ((u >> 13) & 0x3ff));
 }
@@ -69,9 +67,7 @@ static double from16(enum btype t, uint16_t h)
 	uint32_t u;
 	float f;
 
-	if (t == BT_BF16)
-		u = (uint32_t)h << 16;
-	else if (!(h & 0x7fff))
+	if (t == BT_BF16 || !(h & 0x7fff))
 		u = (uint32_t)h << 16;
 	else if ((h & 0x7c00) == 0x7c00)
 		u = ((uint32_t)(h & 0x8000) << 16) | 0x7fc00000;	/* inf or NaN: wrong anyway */
