@@ -4,7 +4,7 @@
 # queue 3 with a dma-buf of 256 buffers (the ring wants 1024) keeps the
 # tokens of its last 128 frags and sleeps before every SO_DEVMEM_DONTNEED.
 # The queue runs out of buffers, drops frames (rx3_alloc_fail) and the
-# sender retransmits: the stream arrives intact, only later. The same
+# sender retransmits: the stream arrives intact. The same
 # receiver with a 64 MiB dma-buf drops nothing, so the drops come from the
 # small buffer. Afterwards no page pool and no dma-buf is left behind.
 # DEVTCP_BACKPRESSURE_BYTES sets the stream size (default 50 MB).
@@ -54,8 +54,9 @@ echo "queue $q dropped $(( $(fails) - f0 )) frames, the sender retransmitted" \
 	"$(( $(retrans) - r0 )) segments; ${big_secs}s with 64 MiB, ${small_secs}s with 1 MiB"
 check "... after frames were dropped for want of a buffer" test "$(fails)" -gt "$f0"
 check "... and the sender retransmitted them" test "$(retrans)" -gt "$r0"
-check "... which made the receive slower than with 64 MiB" \
-	awk -v s="$small_secs" -v b="$big_secs" 'BEGIN { exit !(s > b) }'
+# The times are shown, not compared: how much later the small buffer makes
+# the stream depends on where NAPI and the consumer run (2 to 51 drops, 0.7
+# to 3 s, in past runs); the drops and resends above are the outcome.
 
 # Buffers of the closed socket come back within seconds. If not, show who
 # may hold them, and how long they take after all.
