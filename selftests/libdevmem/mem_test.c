@@ -184,7 +184,7 @@ static void cuda(void)
 	CHECK(!devmem_cpu_begin(mem, DEVMEM_CPU_READ) && errno == EOPNOTSUPP,
 	      "no CPU mapping of CUDA memory: %s", devmem_last_error());
 	round_trip(mem, false);
-	check_dmabuf(mem, "nvidia", &ino);
+	check_dmabuf(mem, "nv_dmabuf", &ino);
 	devmem_mem_free(mem);
 	check_gone(ino);
 }
