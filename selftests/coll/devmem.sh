@@ -9,8 +9,10 @@
 # DEVCOLL_DEVMEM_RDPM=on), and with 4 ranks, two per namespace on queues of
 # their own, whose connections within a namespace (loopback) stay plain.
 # Every run must be right and the devmem runs must give the same results as
-# the plain one, with their payload through the dma-buf; a dup'ed communicator shares the binding; nothing is left on the
-# NICs afterwards. An unauthorised rank and a missing daemon fail every
+# the plain one, with their payload through the dma-buf; a dup'ed
+# communicator shares the binding, and each connection's receive window is
+# limited to its share; nothing is left on the NICs afterwards. A dma-buf
+# too small for the connections fails every rank, saying so. An unauthorised rank and a missing daemon fail every
 # rank, saying why; so does a drain of rank 0's NIC by rdpmctl during a job,
 # within 10 s.
 . "$(dirname "$0")/../lib.sh"
@@ -83,6 +85,22 @@ same_and_dmabuf devmem
 for r in 0 1; do
 	check "devmem rank $r: no rdpmd, so DEVCOLL_DEVMEM_RDPM=auto bound queue 6 directly" \
 		grep -q "bound to queue 6 of dt. directly" /tmp/coll.devmem.$r.err
+	# each connection's window within its share of the 64 MiB: half of
+	# it once the dup'ed communicator's 2 connections share it too
+	w2=$(sed -n 's/.* 2 connections share the 67108864-byte dma-buf: window limit \([0-9]*\) .*/\1/p' \
+		/tmp/coll.devmem.$r.err)
+	w4=$(sed -n 's/.* 4 connections share the 67108864-byte dma-buf: window limit \([0-9]*\) .*/\1/p' \
+		/tmp/coll.devmem.$r.err)
+	check "devmem rank $r: windows limited to the connections' share, halved when the dup shares the dma-buf (${w2:-none}, ${w4:-none} bytes)" \
+		test "${w2:-0}" -gt 0 -a "${w4:-0}" = "$(( ${w2:-0} / 2 ))"
+done
+# A dma-buf too small for the connections: every rank fails, saying so.
+run small 7250 devmem DEVCOLL_DEVMEM_SIZE=16384
+rc=$?
+check "devmem with a 16 KiB dma-buf: the run fails" test $rc != 0
+for r in 0 1; do
+	check "... on rank $r, saying it is too small for the connections" \
+		grep -q "16384-byte dma-buf is too small for 2 connections" /tmp/coll.small.$r.err
 done
 # the rules and bindings are gone with the communicator
 check "no flow rule or binding is left on dta" within_1s nothing_left ns1 dta

@@ -9,6 +9,7 @@
  *   devmem_rx -i IFNAME -q QUEUE[,QUEUE...] -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE]
  *             [-H] [-r] [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US]
  *             [--idle-timeout SECS] [--no-validate] [--stall SECS] [--conns N]
+ *             [--limit-window]
  *
  *   -q  the queue, or several: one binding of the dma-buf to all of them
  *   -b  dma-buf size in bytes, a multiple of the page size (default 64 MiB)
@@ -26,6 +27,9 @@
  *                     then all of them ("stall over" on stdout)
  *   --conns           N connections into the one binding, each BYTES with the
  *                     seed, on ports PORT .. PORT+N-1 (one process each)
+ *   --limit-window    keep each connection's receive window within its share
+ *                     of the dma-buf less what --hold keeps, with libdevmem's
+ *                     devmem_rx_limit_window()
  *
  * The flow must already be steered to QUEUE (ntuple rule) with header split
  * on. Exit status: 0 when all BYTES arrived intact and some of them through
@@ -50,6 +54,7 @@
 
 #include <linux/devmem_compat.h>
 
+#include "devmem.h"
 #include "devmem_util.h"
 #include "pattern.h"
 
@@ -89,6 +94,7 @@ struct options {
 	unsigned int return_delay_us;
 	unsigned int idle_timeout;
 	int no_validate;
+	int limit_window;
 };
 
 /* Where we are in the stream and how the bytes got here. */
@@ -124,7 +130,7 @@ static void usage(void)
 			"[-6] [-b BUFSIZE] [-H] [-r]\n"
 			"       [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US] "
 			"[--idle-timeout SECS] [--no-validate]\n"
-			"       [--stall SECS] [--conns N]\n");
+			"       [--stall SECS] [--conns N] [--limit-window]\n");
 	exit(2);
 }
 
@@ -361,7 +367,7 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_RX_PAGE_SIZE = 256, OPT_HOLD, OPT_RETURN_DELAY, OPT_IDLE_TIMEOUT,
-	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS };
+	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS, OPT_LIMIT_WINDOW };
 	static const struct option longopts[] = {
 		{ "rx-page-size", required_argument, NULL, OPT_RX_PAGE_SIZE },
 		{ "hold", required_argument, NULL, OPT_HOLD },
@@ -370,6 +376,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "no-validate", no_argument, NULL, OPT_NO_VALIDATE },
 		{ "stall", required_argument, NULL, OPT_STALL },
 		{ "conns", required_argument, NULL, OPT_CONNS },
+		{ "limit-window", no_argument, NULL, OPT_LIMIT_WINDOW },
 		{ 0 }
 	};
 	long page = sysconf(_SC_PAGESIZE);
@@ -406,6 +413,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_NO_VALIDATE: o->no_validate = 1; break;
 		case OPT_STALL: o->stall = strtoul(optarg, NULL, 0); break;
 		case OPT_CONNS: o->conns = strtoul(optarg, NULL, 0); break;
+		case OPT_LIMIT_WINDOW: o->limit_window = 1; break;
 		default: usage();
 		}
 	}
@@ -413,6 +421,22 @@ static void parse_options(int argc, char **argv, struct options *o)
 	    !o->bufsize || o->bufsize % page || !o->nqueues || !o->conns ||
 	    o->conns > MAX_CONNS || o->port + o->conns - 1 > 65535)
 		usage();
+}
+
+/* This connection's share of the dma-buf, less the frags --hold keeps,
+ * bounds its window. */
+static void limit_window(int s, const struct options *o)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), share = o->bufsize / o->conns;
+	size_t kept = (size_t)o->hold * page;
+	int window = devmem_rx_limit_window(s, share > kept ? share - kept : 0);
+
+	if (window < 0) {
+		fprintf(stderr, "devmem_rx: %s\n", devmem_last_error());
+		exit(1);
+	}
+	printf("receive window limited to %d bytes (%zu-byte share, %zu kept)\n", window, share,
+	       kept);
 }
 
 static double tv_secs(struct timeval tv)
@@ -452,6 +476,8 @@ int main(int argc, char **argv)
 		}
 	}
 	s = tcp_accept_one(o.v6, o.port);
+	if (o.limit_window)
+		limit_window(s, &o);
 	if (o.idle_timeout || o.stall) {
 		struct timeval tv = { .tv_sec = o.stall ? 1 : o.idle_timeout };
 

@@ -22,10 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <liburing.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <linux/dma-buf.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "devmem.h"
 #include "devmem_util.h"
 #include "pattern.h"
 
@@ -396,47 +394,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage();
 }
 
-/*
- * The receive window stays below half of what the area holds in full-sized
- * segments (each takes a buffer), where autotuning (up to tcp_rmem's
- * maximum) could open it wider: with a larger one, segments queued out of
- * order after a drop can hold every buffer while the resend that fills the
- * hole is dropped for want of one, and the connection stalls for good. A
- * fixed receive buffer keeps autotuning from raising the clamp again.
- * libdevmem's devmem_zcrx_recv() does the same.
- */
-static void clamp_window(int s, size_t area_size)
-{
-	FILE *f = fopen("/proc/sys/net/ipv4/tcp_rmem", "r");
-	long lo, def, max = 0;
-	int mss = 0, clamp;
-	socklen_t l = sizeof(mss);
-	size_t bytes;
-
-	if (f) {
-		if (fscanf(f, "%ld %ld %ld", &lo, &def, &max) != 3)
-			max = 0;
-		fclose(f);
-	}
-	if (getsockopt(s, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss <= 0)
-		mss = 1448;
-	bytes = area_size / (size_t)sysconf(_SC_PAGESIZE) / 2 * (size_t)mss;
-	if (max > 0 && (long)bytes >= max)
-		return;
-	clamp = bytes > INT_MAX ? INT_MAX : (int)bytes;
-	if (setsockopt(s, SOL_SOCKET, SO_RCVBUF, &clamp, sizeof(clamp)) ||
-	    setsockopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp)))
-		die("SO_RCVBUF/TCP_WINDOW_CLAMP");
-	printf("receive window clamped to %d bytes (%zu-byte area)\n", clamp, area_size);
-}
-
 int main(int argc, char **argv)
 {
 	struct rx_stats st = { 0 };
 	struct zcrx z = { 0 };
 	struct options o;
 	uint64_t copied, copies;
-	int ifindex, s, rc = 0;
+	int ifindex, s, window, rc = 0;
 	double t0, secs;
 
 	parse_options(argc, argv, &o);
@@ -445,7 +409,12 @@ int main(int argc, char **argv)
 	zcrx_register(&z, &o, ifindex);
 
 	s = tcp_accept_one(o.v6, o.port);
-	clamp_window(s, o.area_size);
+	/* Segments queued out of order must not take the whole area. */
+	window = devmem_rx_limit_window(s, o.area_size);
+	if (window < 0)
+		die_ret(devmem_last_error(), window);
+	if (window)
+		printf("receive window limited to %d bytes (%zu-byte area)\n", window, o.area_size);
 	t0 = now();
 	if (receive_stream(&z, s, &st, o.total, o.seed))
 		rc = 1;

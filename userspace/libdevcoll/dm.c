@@ -53,7 +53,11 @@ struct dm_core {
 	struct devmem_binding *binding;
 	const char *map;
 	unsigned int queue;
-	pthread_mutex_t lock;	/* the nic handle's rules, the rdpm client */
+	pthread_mutex_t lock;	/* the nic handle's rules, the rdpm client,
+				 * the sockets */
+	int *socks;		/* every sharing communicator's steered
+				 * connections: they divide the dma-buf */
+	unsigned int nsocks;
 	int refs;
 	int dead;		/* rdpmd dropped the binding: the error (under lock) */
 	char why[200];		/* and what happened */
@@ -123,7 +127,70 @@ static void core_put(struct dm_core *k)
 	if (k->nic)
 		devmem_nic_close(k->nic, false);
 	pthread_mutex_destroy(&k->lock);
+	free(k->socks);
 	free(k);
+}
+
+/*
+ * Each steered connection's window stays within its share of the dma-buf
+ * (devmem_rx_limit_window: segments queued out of order after a drop must
+ * not take every buffer, or the connection stalls for good). Tokens go
+ * back after every receive, so nothing else is held. Under the lock;
+ * returns the clamp (0: none needed) or the error.
+ */
+static int core_limit_windows(struct dm_core *k)
+{
+	size_t share = k->nsocks ? devmem_mem_size(k->mem) / k->nsocks : 0;
+	int ret = 0;
+
+	for (unsigned int i = 0; i < k->nsocks && ret >= 0; i++)
+		ret = devmem_rx_limit_window(k->socks[i], share);
+	return ret;
+}
+
+/* Adds a communicator's steered connections to the core's, or takes them
+ * out (@add false), and sets every window to the new share. */
+static int core_socks(struct dm_core *k, devcoll_comm *c, bool add, bool debug)
+{
+	int n = c->size * (int)c->nconns, ret = 0;
+	int *socks = k->socks;
+
+	pthread_mutex_lock(&k->lock);
+	if (add)
+		socks = realloc(k->socks, (k->nsocks + (size_t)n + 1) * sizeof(*socks));
+	if (add && !socks) {
+		pthread_mutex_unlock(&k->lock);
+		return dc_fail(-ENOMEM, "out of memory");
+	}
+	k->socks = socks;
+	for (int i = 0; i < n; i++) {
+		int fd = c->conns[i].fd;
+		unsigned int j = 0;
+
+		if (!c->conns[i].drx)
+			continue;
+		if (add) {
+			socks[k->nsocks++] = fd;
+			continue;
+		}
+		while (j < k->nsocks && socks[j] != fd)
+			j++;
+		if (j < k->nsocks)
+			socks[j] = socks[--k->nsocks];
+	}
+	ret = core_limit_windows(k);
+	if (debug && ret >= 0)
+		fprintf(stderr, "devcoll rank %d: devmem: %u connections share the %zu-byte dma-buf: "
+			"window limit %d bytes (0: autotuning stays below it)\n", c->rank,
+			k->nsocks, devmem_mem_size(k->mem), ret);
+	pthread_mutex_unlock(&k->lock);
+	if (!add || ret >= 0)
+		return 0;	/* a share that grew cannot be too small */
+	if (ret == -EINVAL)
+		return dc_fail(ret, "devmem: the %zu-byte dma-buf is too small for %u connections "
+			       "(%s): raise DEVCOLL_DEVMEM_SIZE", devmem_mem_size(k->mem),
+			       k->nsocks, devmem_last_error());
+	return dc_fail(ret, "devmem: %s", devmem_last_error());
 }
 
 static void core_dead(struct dm_core *k, const char *fmt, ...)
@@ -378,7 +445,7 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 		if (ret)
 			return dc_fail(ret, "devmem: %s", devmem_last_error());
 	}
-	return 0;
+	return core_socks(d->core, c, true, d->debug);
 }
 
 /*
@@ -455,6 +522,9 @@ void dc_dm_free(devcoll_comm *c)
 			"%u connections steered, %u to ranks on this host (plain)\n", c->rank,
 			(unsigned long long)d->dmabuf_bytes, (unsigned long long)d->linear_bytes,
 			d->nrules, d->local_conns);
+	/* the others' share grows */
+	if (d->core)
+		core_socks(d->core, c, false, false);
 	for (int i = 0; i < c->size * (int)c->nconns; i++)
 		if (c->conns[i].drx) {
 			devmem_rx_close(c->conns[i].drx);

@@ -278,6 +278,21 @@ int devmem_rx_flush(struct devmem_rx *rx);
 uint64_t devmem_rx_held(const struct devmem_rx *rx);
 
 /*
+ * Keeps TCP socket @sock's receive window below half of what @buf_bytes of
+ * receive buffers (page-sized) hold in full-sized segments, so segments
+ * queued out of order after a drop cannot take every buffer and starve the
+ * resend that fills the hole (the connection would stall for good).
+ * @buf_bytes is what this socket may fill: its share of the dma-buf, less
+ * what the application keeps held. Fixes SO_RCVBUF and sets
+ * TCP_WINDOW_CLAMP where autotuning could open the window wider (a caller
+ * that wants it smaller sets its own clamp afterwards). Returns the clamp in
+ * bytes, 0 when none is needed, or -EINVAL when @buf_bytes holds fewer than
+ * 8 buffers.
+ * devmem_zcrx_recv() applies it with the area's size.
+ */
+int devmem_rx_limit_window(int sock, size_t buf_bytes);
+
+/*
  * Receives exactly @len bytes as fragments into @frags (at most @max; the
  * count in @nfrags): dma-buf fragments as received, linear bytes copied into
  * @linear (capacity @linear_cap) with each linear fragment pointing there.

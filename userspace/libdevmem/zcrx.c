@@ -7,10 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <liburing.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,58 +178,14 @@ static int zcrx_post(struct devmem_zcrx *z, int sock)
 	return 0;
 }
 
-/* The most TCP's autotuning gives a receive buffer (net.ipv4.tcp_rmem). */
-static long tcp_rmem_max(void)
-{
-	FILE *f = fopen("/proc/sys/net/ipv4/tcp_rmem", "r");
-	long lo, def, max = 0;
-
-	if (f) {
-		if (fscanf(f, "%ld %ld %ld", &lo, &def, &max) != 3)
-			max = 0;
-		fclose(f);
-	}
-	return max;
-}
-
-/*
- * A receive window larger than the area lets a connection stall for good:
- * after a drop, segments behind the hole wait out of order, each holding a
- * buffer (every segment takes one of its own), until none is left for the
- * resend that would fill the hole; it is dropped for want of a buffer, and
- * the sender backs off (seen with a 1 MiB area: 1 MiB queued out of order,
- * the resend timer at 26 s). So the window stays below half of what the
- * area holds in full-sized segments, where autotuning could open it wider:
- * a fixed receive buffer (autotuning would raise the clamp again) and the
- * clamp. A clamp the caller set lower stays.
- */
-static void zcrx_clamp_window(const struct devmem_zcrx *z, int sock)
-{
-	int mss = 0, cur = 0, clamp;
-	socklen_t l = sizeof(mss);
-	long max = tcp_rmem_max();
-	size_t bytes;
-
-	if (getsockopt(sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss <= 0)
-		mss = 1448;
-	bytes = z->area_size / (size_t)sysconf(_SC_PAGESIZE) / 2 * (size_t)mss;
-	if (max > 0 && (long)bytes >= max)
-		return;		/* autotuning stays below it */
-	clamp = bytes > INT_MAX ? INT_MAX : (int)bytes;
-	l = sizeof(cur);
-	if (!getsockopt(sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &cur, &l) && cur > 0 && cur < clamp)
-		clamp = cur;
-	setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &clamp, sizeof(clamp));
-	setsockopt(sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp));
-}
-
 DEVMEM_EXPORT int devmem_zcrx_recv(struct devmem_zcrx *z, int sock)
 {
-	int ret;
+	/* Segments queued out of order must not take the whole area. */
+	int ret = devmem_rx_limit_window(sock, z->area_size);
 
-	zcrx_clamp_window(z, sock);
+	if (ret < 0)
+		return ret;
 	ret = zcrx_post(z, sock);
-
 	if (ret)
 		return ret;
 	ret = io_uring_submit(&z->ring);

@@ -664,6 +664,8 @@ static void receive_devmem(struct sink *k, int s, struct progress *p)
 	struct devmem_frag f;
 	struct devmem_rx *rx;
 
+	/* The one connection may fill the whole binding. */
+	check(devmem_rx_limit_window(s, devmem_mem_size(k->mem)), "receive");
 	check(devmem_rx_open(&rx, s, 0), "receive");
 	while (!k->o->bytes || k->t.bytes < k->o->bytes) {
 		ssize_t n = devmem_rx_recv(rx, 0);

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The cmsg walk of a devmem receive and the batching of returned tokens. */
+/* The cmsg walk of a devmem receive, the batching of returned tokens, the
+ * receive window kept within the buffers. */
 #include <errno.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "check.h"
+
+#define MSG devmem_last_error()
+#define HAS(s) (strstr(MSG, (s)) != NULL)
 
 static char ctrl[4096] __attribute__((aligned(8)));
 
@@ -158,6 +163,85 @@ static void open_checks(void)
 	close(s);
 }
 
+/* A connected loopback TCP pair: the accepted end in *srv. */
+static int tcp_pair(int *cli, int *srv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	*cli = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || *cli < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &al) ||
+	    connect(*cli, (struct sockaddr *)&a, sizeof(a)))
+		return -1;
+	*srv = accept(l, NULL, NULL);
+	close(l);
+	return *srv < 0 ? -1 : 0;
+}
+
+static int sockopt(int s, int level, int name)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+
+	getsockopt(s, level, name, &v, &l);
+	return v;
+}
+
+static void window_limit(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int cli, srv, p[2], ret, mss, per_buf, want;
+
+	CHECK(pipe(p) == 0, "pipe");
+	ret = devmem_rx_limit_window(p[0], 1 << 20);
+	CHECK(ret == -ENOTSOCK && HAS("fd") && HAS("is not a TCP socket"), "pipe: %d '%s'", ret,
+	      MSG);
+	close(p[0]);
+	close(p[1]);
+	if (tcp_pair(&cli, &srv)) {
+		CHECK(0, "loopback TCP pair: %s", strerror(errno));
+		return;
+	}
+	ret = devmem_rx_limit_window(srv, 7 * page);
+	CHECK(ret == -EINVAL && HAS("fewer than 8"), "7 pages: %d '%s'", ret, MSG);
+	CHECK(sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP) != ret, "7 pages: nothing set");
+
+	/* 1 MiB of buffers: half of them, each holding what fits of an MSS
+	 * (loopback's MSS spans several pages). */
+	mss = sockopt(srv, IPPROTO_TCP, TCP_MAXSEG);
+	per_buf = mss / ((mss + page - 1) / page);
+	want = (int)((1 << 20) / page / 2) * per_buf;
+	ret = devmem_rx_limit_window(srv, 1 << 20);
+	CHECK(ret == want, "1 MiB with MSS %d: clamp %d, want %d '%s'", mss, ret, want, MSG);
+	CHECK(sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP) == want, "TCP_WINDOW_CLAMP %d",
+	      sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP));
+	/* The kernel doubles SO_RCVBUF; unprivileged, rmem_max caps it. */
+	CHECK(sockopt(srv, SOL_SOCKET, SO_RCVBUF) == 2 * want || geteuid(),
+	      "SO_RCVBUF %d, want %d", sockopt(srv, SOL_SOCKET, SO_RCVBUF), 2 * want);
+
+	/* A smaller share lowers it (a communicator that grew, say). */
+	ret = devmem_rx_limit_window(srv, 256 << 10);
+	CHECK(ret == want / 4, "256 KiB after 1 MiB: %d, want %d", ret, want / 4);
+	CHECK(sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP) == want / 4, "clamp lowered: %d",
+	      sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP));
+	close(srv);
+	close(cli);
+
+	/* Buffers holding more than autotuning ever opens: nothing to do. */
+	if (tcp_pair(&cli, &srv))
+		return;
+	want = sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP);
+	per_buf = sockopt(srv, SOL_SOCKET, SO_RCVBUF);
+	ret = devmem_rx_limit_window(srv, (size_t)1 << 40);
+	CHECK(ret == 0, "1 TiB: %d '%s'", ret, MSG);
+	CHECK(sockopt(srv, IPPROTO_TCP, TCP_WINDOW_CLAMP) == want &&
+	      sockopt(srv, SOL_SOCKET, SO_RCVBUF) == per_buf, "1 TiB: clamp and buffer left alone");
+	close(srv);
+	close(cli);
+}
+
 int main(void)
 {
 	mixed_fragments();
@@ -165,5 +249,6 @@ int main(void)
 	bad_cmsgs();
 	token_batches();
 	open_checks();
+	window_limit();
 	return check_done("t_rx");
 }
