@@ -3,7 +3,7 @@
 # sizes: libdevcoll, Open MPI and Gloo must each run every collective they
 # have (Gloo has no reduce_scatter) and get every element right (the tool
 # fails on a baseline's wrong element too), and the table must say so.
-# Then the 16-bit float types, -o's list and its error.
+# Then the 16-bit float types, -o's list and its error, --gpu's errors.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 make -s -C "$top/userspace" >/dev/null || exit 1
@@ -69,5 +69,18 @@ rc=$?
 [ $rc != 0 ] && grep -q "unknown collective 'bogus'" <<< "$out" &&
 	echo "ok: -o gather,bogus exits $rc naming 'bogus'" ||
 	fail "-o gather,bogus exited $rc: $out"
+# --gpu: not with --compare (the others take host memory); without a GPU
+# it fails saying why (on a GPU host selftests/bench/coll_gpu measures it)
+out=$(timeout 60 "$perf" --np 2 --gpu --compare 2>&1)
+rc=$?
+[ $rc = 2 ] && grep -q "runs libdevcoll alone" <<< "$out" &&
+	echo "ok: --gpu --compare is refused" || fail "--gpu --compare exited $rc: $out"
+if ! nvidia-smi -L > /dev/null 2>&1; then
+	out=$(timeout 60 "$perf" --np 2 --gpu -b 64 -e 64 2>&1)
+	rc=$?
+	[ $rc != 0 ] && grep -q "devcoll-perf --gpu: .*libcuda" <<< "$out" &&
+		echo "ok: --gpu without a GPU exits $rc naming libcuda" ||
+		fail "--gpu without a GPU exited $rc: $out"
+fi
 
 [ $fails = 0 ]

@@ -780,7 +780,10 @@ static int blocking(devcoll_comm *c, struct op *o)
 		pthread_cond_wait(&c->cv, &c->mtx);
 	c->busy = true;
 	pthread_mutex_unlock(&c->mtx);
-	ret = exec_op(c, o);
+	ret = c->cuda ? dc_cuda_stage(c, o) : 0;
+	if (!ret)
+		ret = exec_op(c, o);
+	ret = dc_cuda_unstage(o, ret);
 	pthread_mutex_lock(&c->mtx);
 	c->busy = false;
 	pthread_cond_broadcast(&c->cv);
@@ -808,12 +811,21 @@ static int post(devcoll_comm *c, const struct op *o, devcoll_req **out)
 		return dc_fail(-ENOMEM, "out of memory");
 	}
 	*copy = *o;
+	/* the GPU's bytes are copied now, as the caller had them */
+	ret = c->cuda ? dc_cuda_stage(c, copy) : 0;
+	if (ret) {
+		dc_cuda_unstage(copy, ret);
+		free(q);
+		free(copy);
+		return ret;
+	}
 	q->op = copy;
 	q->comm = c;
 	pthread_mutex_lock(&c->mtx);
 	if (!c->thread_started) {
 		if (pthread_create(&c->thread, NULL, progress_thread, c)) {
 			pthread_mutex_unlock(&c->mtx);
+			dc_cuda_unstage(copy, -EAGAIN);
 			free(q);
 			free(copy);
 			return dc_fail(-EAGAIN, "cannot start the progress thread");
@@ -849,9 +861,12 @@ DEVCOLL_EXPORT int devcoll_test(devcoll_req *q, int *status)
 
 	pthread_mutex_lock(&q->comm->mtx);
 	done = q->done;
+	pthread_mutex_unlock(&q->comm->mtx);
+	/* done means the received bytes are where the caller looks */
+	if (done && q->op->stage)
+		q->status = dc_cuda_unstage(q->op, q->status);
 	if (done && status)
 		*status = q->status;
-	pthread_mutex_unlock(&q->comm->mtx);
 	return done;
 }
 
@@ -874,6 +889,8 @@ DEVCOLL_EXPORT int devcoll_wait(devcoll_req *q)
 	}
 	st = q->status;
 	pthread_mutex_unlock(&c->mtx);
+	if (q->op->stage)
+		st = dc_cuda_unstage(q->op, st);
 	if (st && c->err)
 		dc_fail(st, "%s", c->errmsg);
 	free(q->op->v);

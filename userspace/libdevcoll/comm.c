@@ -93,6 +93,10 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 	}
 	pthread_mutex_init(&c->mtx, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	if (like && dc_cuda_like(c, like->cuda)) {
+		dc_comm_free(c);
+		return -ENOMEM;
+	}
 	*out = c;
 	return 0;
 }
@@ -109,6 +113,7 @@ void dc_comm_free(devcoll_comm *c)
 		pthread_join(c->thread, NULL);
 	}
 	dc_dm_free(c);
+	dc_cuda_free(c);
 	if (c->pmix && pmix_finalize)
 		pmix_finalize(NULL, 0);	/* the world communicator made by PMIx */
 	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++) {
@@ -544,7 +549,7 @@ static int comm_defaults(devcoll_comm *c, const struct devcoll_opts *o)
 	c->chunk &= ~(size_t)63;
 	if (c->chunk < 4096 || c->chunk > (1u << 30))
 		return dc_fail(-EINVAL, "DEVCOLL_CHUNK: 4 KiB to 1 GiB");
-	return 0;
+	return dc_cuda_init(c);
 }
 
 static int finish(devcoll_comm *c, int lfd, const devcoll_comm *parent)

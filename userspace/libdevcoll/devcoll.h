@@ -76,7 +76,9 @@ size_t devcoll_dtype_size(enum devcoll_dtype type);
 const char *devcoll_dtype_name(enum devcoll_dtype type);
 const char *devcoll_op_name(enum devcoll_op op);
 
-/* Blocking collectives. @count is in elements; send == recv is in place. */
+/* Blocking collectives. @count is in elements; send == recv is in place.
+ * Any buffer may be CUDA device memory (staged through host memory; see
+ * libdevcoll(3), DEVCOLL_CUDA). */
 int devcoll_allreduce(devcoll_comm *c, const void *send, void *recv, size_t count,
 		      enum devcoll_dtype type, enum devcoll_op op);
 int devcoll_reduce(devcoll_comm *c, const void *send, void *recv, size_t count,

@@ -95,6 +95,8 @@ struct devcoll_comm {
 	struct endpoint *eps;
 	struct sockaddr_storage advert;	/* own address as others reach it */
 	bool pmix;
+	bool cuda;		/* device pointers are staged (cuda.c) */
+	struct dc_cuda_pool *cuda_pool;	/* and the host copies kept for that */
 	/* devmem receive path */
 	void *dm;		/* struct dm_state */
 	/* operations: the queue and its progress thread */
@@ -199,7 +201,35 @@ struct op {
 	uint32_t tag;
 	size_t *v;		/* v-variants: counts and displacements (owned) */
 	const size_t *counts, *displs, *scounts, *sdispls;
+	struct dc_stage *stage;	/* host copies of GPU buffers (cuda.c) */
 };
+
+/* cuda.c: a GPU buffer's host copy; out_len bytes at out_off go back */
+struct dc_stage_buf {
+	const char *dev;
+	char *host;
+	size_t len, out_off, out_len;
+	struct CUctx_st *ctx;
+	bool pooled;		/* host is one of the communicator's pinned ones */
+};
+
+struct dc_stage {
+	devcoll_comm *comm;
+	struct dc_stage_buf buf[2];	/* send (or both, in place), receive */
+};
+
+/* DEVCOLL_CUDA: whether @c looks for device pointers (c->cuda). */
+int dc_cuda_init(devcoll_comm *c);
+/* @c looks for them, or not: as the communicator it is split from. */
+int dc_cuda_like(devcoll_comm *c, bool cuda);
+/* Frees @c's pinned staging buffers. */
+void dc_cuda_free(devcoll_comm *c);
+/* Points @o at host copies of its buffers in GPU memory (o->stage), the
+ * bytes it sends copied in; nothing when none is. Undone, the received
+ * bytes copied back when @status is 0, by dc_cuda_unstage(), which returns
+ * @status or the copy's error. */
+int dc_cuda_stage(devcoll_comm *c, struct op *o);
+int dc_cuda_unstage(struct op *o, int status);
 
 struct devcoll_req {
 	struct devcoll_req *next;

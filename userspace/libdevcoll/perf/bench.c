@@ -269,13 +269,16 @@ int bench_main(struct backend *be, int argc, char **argv)
 		factor = 2;
 	int n = be->size, r = be->rank;
 	size_t es = tsizes[t], maxcount = maxb / es + 1;
-	char *send = malloc(maxcount * es * (size_t)n + 64), *recv = malloc(maxcount * es * (size_t)n + 64);
+	size_t buflen = maxcount * es * (size_t)n + 64;
+	char *send = calloc(1, buflen), *recv = calloc(1, buflen);
 	long total_wrong = 0;
 
 	if (!send || !recv) {
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
+	if (be->buffers && be->buffers(send, recv, buflen))
+		return 1;
 	for (int ci = 0; ci < ncolls; ci++) {
 		enum bcoll c = (enum bcoll)colls[ci];
 		double bw_factor = c == B_ALLREDUCE ? 2.0 * (n - 1) / n :
@@ -343,7 +346,12 @@ int bench_main(struct backend *be, int argc, char **argv)
 					/* what the timed runs left there must not pass */
 					if (rb != sb)
 						memset(rb, 0, count * es * (size_t)n);
-					ret = be->coll(c, sb, rb, count, t, root);
+					if (be->to_device)
+						ret = be->to_device();
+					if (!ret)
+						ret = be->coll(c, sb, rb, count, t, root);
+					if (!ret && be->to_host)
+						ret = be->to_host();
 					wrong[inplace] = be->sum(ret ? (long)count : check(be, c, t, rb, count, root));
 				}
 				if (ret) {

@@ -28,6 +28,12 @@ struct backend {
 	int (*barrier)(void);
 	double (*max)(double v);	/* across ranks */
 	long (*sum)(long v);
+	/* Optional, for buffers elsewhere than the host ones (devcoll-perf
+	 * --gpu): told the host buffers of @len bytes each once, then
+	 * asked to copy them there before the checked run and back after. */
+	int (*buffers)(char *send, char *recv, size_t len);
+	int (*to_device)(void);
+	int (*to_host)(void);
 };
 
 /* Parses the options, runs the sweep, prints on rank 0; returns the exit status. */

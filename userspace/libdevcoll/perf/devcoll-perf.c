@@ -2,7 +2,7 @@
 /*
  * devcoll-perf: nccl-tests-style benchmark of libdevcoll.
  *
- *   devcoll-perf [--np N] [--compare] [--plot FILE.png] [--netns NS0,NS1,...]
+ *   devcoll-perf [--np N] [--compare | --gpu] [--plot FILE.png] [--netns NS0,NS1,...]
  *                [--addr IP,...] [--mpi-if IFACES|SUBNET] [--pmix-if IFACE]
  *                [BENCH OPTIONS: -b -e -f -o -d -w -n -c]
  *
@@ -10,7 +10,8 @@
  * Otherwise it launches N ranks itself on this host (loopback, or one per
  * network namespace with --netns, rank 0 reachable at --addr); --compare
  * then runs the same sweep with Open MPI (mpirun, TCP BTL) and Gloo on the
- * same ranks and prints busbw side by side with the ratios.
+ * same ranks and prints busbw side by side with the ratios. --gpu puts
+ * libdevcoll's buffers in CUDA device memory (device 0).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,8 +25,53 @@
 #include <unistd.h>
 #include "bench.h"
 #include "devcoll.h"
+#include "gpu.h"
 
 static devcoll_comm *comm;
+
+/* --gpu: the bench's host buffers have device twins; the collectives run
+ * on those, the checked run's data copied across around them. */
+static struct {
+	char *hsend, *hrecv, *dsend, *drecv;
+	size_t len;
+} gpu;
+
+static void *on_gpu(const void *p)
+{
+	const char *h = p;
+
+	if (!gpu.dsend || !p)
+		return (void *)p;
+	if (h >= gpu.hsend && h < gpu.hsend + gpu.len)
+		return gpu.dsend + (h - gpu.hsend);
+	return gpu.drecv + (h - gpu.hrecv);
+}
+
+static int gpu_buffers(char *send, char *recv, size_t len)
+{
+	gpu.hsend = send;
+	gpu.hrecv = recv;
+	gpu.len = len;
+	gpu.dsend = gpu_alloc(len);
+	gpu.drecv = gpu_alloc(len);
+	if (!gpu.dsend || !gpu.drecv)
+		return -1;
+	return gpu_copy(gpu.dsend, send, len, GPU_TO_DEVICE) ?:
+	       gpu_copy(gpu.drecv, recv, len, GPU_TO_DEVICE);
+}
+
+static int gpu_to_device(void)
+{
+	return gpu_copy(gpu.dsend, gpu.hsend, gpu.len, GPU_TO_DEVICE) ?:
+	       gpu_copy(gpu.drecv, gpu.hrecv, gpu.len, GPU_TO_DEVICE);
+}
+
+/* both: an in-place result is in the send buffer */
+static int gpu_to_host(void)
+{
+	return gpu_copy(gpu.hsend, gpu.dsend, gpu.len, GPU_TO_HOST) ?:
+	       gpu_copy(gpu.hrecv, gpu.drecv, gpu.len, GPU_TO_HOST);
+}
 
 static const enum devcoll_dtype dt[BT_NTYPES] = {
 	DEVCOLL_FP32, DEVCOLL_FP64, DEVCOLL_INT32, DEVCOLL_FP16, DEVCOLL_BF16,
@@ -33,6 +79,8 @@ static const enum devcoll_dtype dt[BT_NTYPES] = {
 
 static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, int root)
 {
+	s = on_gpu(s);
+	r = on_gpu(r);
 	switch (c) {
 	case B_ALLREDUCE: return devcoll_allreduce(comm, s, r, n, dt[t], DEVCOLL_SUM);
 	case B_REDUCE: return devcoll_reduce(comm, s, r, n, dt[t], DEVCOLL_SUM, root);
@@ -40,8 +88,12 @@ static int coll(enum bcoll c, const void *s, void *r, size_t n, enum btype t, in
 	case B_REDUCE_SCATTER: return devcoll_reduce_scatter(comm, s, r, n, dt[t], DEVCOLL_SUM);
 	case B_ALLTOALL: return devcoll_alltoall(comm, s, r, n, dt[t]);
 	case B_BROADCAST:
-		if (s != r && devcoll_comm_rank(comm) == root)
-			memcpy(r, s, n * devcoll_dtype_size(dt[t]));
+		if (s != r && devcoll_comm_rank(comm) == root) {
+			if (!gpu.dsend)
+				memcpy(r, s, n * devcoll_dtype_size(dt[t]));
+			else if (gpu_copy(r, s, n * devcoll_dtype_size(dt[t]), GPU_ON_DEVICE))
+				return -EIO;
+		}
 		return devcoll_broadcast(comm, r, n, dt[t], root);
 	case B_GATHER: return devcoll_gather(comm, s, r, n, dt[t], root);
 	case B_SCATTER: return devcoll_scatter(comm, s, r, n, dt[t], root);
@@ -81,8 +133,18 @@ static long lsum(long v)
 static int worker(int argc, char **argv)
 {
 	struct backend be = { .name = "devcoll", .coll = coll, .barrier = barrier, .max = dmax, .sum = lsum };
-	int ret = devcoll_comm_init(&comm, NULL);
+	int ret;
 
+	/* before the communicator, which then recognises device pointers */
+	if (getenv("DEVCOLL_PERF_GPU")) {
+		if (gpu_open())
+			return 1;
+		be.name = "devcoll (GPU buffers)";
+		be.buffers = gpu_buffers;
+		be.to_device = gpu_to_device;
+		be.to_host = gpu_to_host;
+	}
+	ret = devcoll_comm_init(&comm, NULL);
 	if (ret) {
 		fprintf(stderr, "devcoll-perf: %s\n", devcoll_last_error());
 		return 1;
@@ -91,12 +153,15 @@ static int worker(int argc, char **argv)
 	be.size = devcoll_comm_size(comm);
 	ret = bench_main(&be, argc, argv);
 	devcoll_comm_destroy(comm);
+	gpu_free(gpu.dsend);
+	gpu_free(gpu.drecv);
 	return ret;
 }
 
 /* ------------------------------------------------------------ launcher */
 
 static char self_dir[4096];
+static bool gpu_mode;	/* --gpu */
 static char *netns_list[64];
 static int nnetns;
 static char *pmix_ifname;
@@ -158,6 +223,8 @@ static void devcoll_env(int r, int np, void *arg)
 	setenv("DEVCOLL_SIZE", b, 1);
 	setenv("DEVCOLL_ADDR", arg, 1);
 	unsetenv("PMIX_RANK");
+	if (gpu_mode)
+		setenv("DEVCOLL_PERF_GPU", "1", 1);
 }
 
 static void gloo_env(int r, int np, void *arg)
@@ -383,6 +450,8 @@ int main(int argc, char **argv)
 			np = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--compare"))
 			compare = 1;
+		else if (!strcmp(argv[i], "--gpu"))
+			gpu_mode = true;
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--plot") && i + 1 < argc)
@@ -397,6 +466,11 @@ int main(int argc, char **argv)
 			pmix_ifname = argv[++i];
 		else if (nb < 120)
 			bargs[nb++] = argv[i];
+	}
+	if (gpu_mode && compare) {
+		fprintf(stderr, "devcoll-perf: --gpu runs libdevcoll alone: Open MPI and Gloo take "
+			"host memory here\n");
+		return 2;
 	}
 	if (np < 1 || np > 64) {
 		fprintf(stderr, "devcoll-perf: --np 1..64\n");

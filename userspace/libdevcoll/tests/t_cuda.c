@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Collectives on CUDA device memory (cuda.c): every collective, blocking and
+ * not, with buffers on the GPU (out of place, in place, one host and one
+ * device buffer), results read back from the GPU and checked, bytes that a
+ * v-collective leaves alone left alone; the pinned staging buffers reused
+ * and freed with their communicator. 2 and 3 ranks. DEVCOLL_CUDA's errors. Against a stand-in libcuda (fake_cuda.so: its device memory is
+ * mapped PROT_NONE, so the library touching it other than through CUDA's
+ * copies crashes the test) unless DEVCOLL_LIBCUDA names the real one, as
+ * selftests/libdevcoll/gpu_test.sh does on a GPU host.
+ */
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include "common.h"
+
+typedef unsigned long long CUdeviceptr;
+
+static struct {
+	int (*init)(unsigned int flags);
+	int (*device_get)(int *dev, int ordinal);
+	int (*retain)(void **ctx, int dev);
+	int (*set_current)(void *ctx);
+	int (*alloc)(CUdeviceptr *p, size_t len);
+	int (*free)(CUdeviceptr p);
+	int (*htod)(CUdeviceptr dst, const void *src, size_t len);
+	int (*dtoh)(void *dst, CUdeviceptr src, size_t len);
+	int (*pushed)(void);	/* the stand-in's push/pop balance */
+	int (*host_allocs)(void);	/* and its pinned buffers alive */
+} cu;
+
+static int fails;
+
+#define FAIL(...) do { fprintf(stderr, "  rank %d: ", r); fprintf(stderr, __VA_ARGS__);	\
+		       fprintf(stderr, "\n"); fails++; } while (0)
+
+static int load(const char *path)
+{
+	void *lib = dlopen(path, RTLD_NOW | RTLD_NODELETE);
+	void **fns[] = { (void **)&cu.init, (void **)&cu.device_get, (void **)&cu.retain,
+			 (void **)&cu.set_current, (void **)&cu.alloc, (void **)&cu.free,
+			 (void **)&cu.htod, (void **)&cu.dtoh };
+	const char *names[] = { "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+				"cuCtxSetCurrent", "cuMemAlloc_v2", "cuMemFree_v2",
+				"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2" };
+
+	if (!lib) {
+		printf("cannot load %s: %s\n", path, dlerror());
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (!(*fns[i] = dlsym(lib, names[i])))
+			return -1;
+	*(void **)&cu.pushed = dlsym(lib, "fake_cuda_pushed");
+	*(void **)&cu.host_allocs = dlsym(lib, "fake_cuda_host_allocs");
+	return 0;
+}
+
+/* Device memory of @len bytes holding @init (NULL: left as it comes). */
+static void *dev(size_t len, const void *init)
+{
+	CUdeviceptr p = 0;
+
+	if (cu.alloc(&p, len ? len : 1) || (init && len && cu.htod(p, init, len))) {
+		fprintf(stderr, "cuMemAlloc/cuMemcpyHtoD of %zu bytes failed\n", len);
+		exit(3);
+	}
+	return (void *)p;
+}
+
+/* A host copy of @len bytes of device memory @d (freed by the caller). */
+static void *host(const void *d, size_t len)
+{
+	void *h = malloc(len ? len : 1);
+
+	if (!h || (len && cu.dtoh(h, (CUdeviceptr)d, len))) {
+		fprintf(stderr, "cuMemcpyDtoH of %zu bytes failed\n", len);
+		exit(3);
+	}
+	return h;
+}
+
+static void dev_free(void *d)
+{
+	cu.free((CUdeviceptr)d);
+}
+
+static void reductions(devcoll_comm *c, int r, int W)
+{
+	size_t n = 100003;	/* prime: no split is even */
+	float *a = malloc(n * 4);
+	int32_t m[1000];
+	int64_t e[777];
+
+	fill(DEVCOLL_FP32, a, n, r, DEVCOLL_SUM, 0);
+	float *da = dev(n * 4, a), *db = dev(n * 4, NULL);
+
+	if (devcoll_allreduce(c, da, db, n, DEVCOLL_FP32, DEVCOLL_SUM))
+		FAIL("allreduce: %s", devcoll_last_error());
+	float *got = host(db, n * 4);
+
+	for (size_t i = 0; i < n; i++)
+		if (check_one(DEVCOLL_FP32, DEVCOLL_SUM, W, got, i, i)) {
+			FAIL("allreduce fp32 sum wrong at %zu: %g", i, got[i]);
+			break;
+		}
+	free(got);
+	/* in place, int32 max */
+	fill(DEVCOLL_INT32, m, 1000, r, DEVCOLL_MAX, 0);
+	int32_t *dm = dev(sizeof(m), m);
+
+	if (devcoll_allreduce(c, dm, dm, 1000, DEVCOLL_INT32, DEVCOLL_MAX))
+		FAIL("in-place allreduce: %s", devcoll_last_error());
+	int32_t *gm = host(dm, sizeof(m));
+
+	for (size_t i = 0; i < 1000; i++)
+		if (check_one(DEVCOLL_INT32, DEVCOLL_MAX, W, gm, i, i)) {
+			FAIL("in-place allreduce int32 max wrong at %zu", i);
+			break;
+		}
+	free(gm);
+	/* host send buffer, device receive buffer */
+	if (devcoll_allreduce(c, a, db, n, DEVCOLL_FP32, DEVCOLL_SUM))
+		FAIL("host-to-device allreduce: %s", devcoll_last_error());
+	got = host(db, n * 4);
+	for (size_t i = 0; i < n; i++)
+		if (check_one(DEVCOLL_FP32, DEVCOLL_SUM, W, got, i, i)) {
+			FAIL("host-to-device allreduce wrong at %zu", i);
+			break;
+		}
+	free(got);
+	/* reduce to the last rank, int64 sum; the others' receive buffer untouched */
+	fill(DEVCOLL_INT64, e, 777, r, DEVCOLL_SUM, 0);
+	int64_t *de = dev(sizeof(e), e), *dr = dev(sizeof(e), e);
+
+	if (devcoll_reduce(c, de, dr, 777, DEVCOLL_INT64, DEVCOLL_SUM, W - 1))
+		FAIL("reduce: %s", devcoll_last_error());
+	int64_t *ge = host(dr, sizeof(e));
+
+	for (size_t i = 0; i < 777; i++)
+		if (r == W - 1 ? check_one(DEVCOLL_INT64, DEVCOLL_SUM, W, ge, i, i) : ge[i] != e[i]) {
+			FAIL("reduce wrong at %zu", i);
+			break;
+		}
+	free(ge);
+	/* reduce-scatter, fp64 sum: block r of size * 5 */
+	double rs_in[3 * 5], rs_out[5];
+
+	fill(DEVCOLL_FP64, rs_in, 5 * (size_t)W, r, DEVCOLL_SUM, 0);
+	double *drs = dev(sizeof(rs_in), rs_in), *dro = dev(sizeof(rs_out), NULL);
+
+	if (devcoll_reduce_scatter(c, drs, dro, 5, DEVCOLL_FP64, DEVCOLL_SUM))
+		FAIL("reduce_scatter: %s", devcoll_last_error());
+	cu.dtoh(rs_out, (CUdeviceptr)dro, sizeof(rs_out));
+	for (size_t i = 0; i < 5; i++)
+		if (check_one(DEVCOLL_FP64, DEVCOLL_SUM, W, rs_out, i, (size_t)r * 5 + i)) {
+			FAIL("reduce_scatter wrong at %zu", i);
+			break;
+		}
+	dev_free(da);
+	dev_free(db);
+	dev_free(dm);
+	dev_free(de);
+	dev_free(dr);
+	dev_free(drs);
+	dev_free(dro);
+	free(a);
+}
+
+static void movers(devcoll_comm *c, int r, int W)
+{
+	uint8_t b[4099];
+	int32_t v[1000], *g;
+	int16_t t[3 * 3], tt[3 * 3];
+
+	/* broadcast from rank 1 % W */
+	for (int i = 0; i < 4099; i++)
+		b[i] = r == 1 % W ? (uint8_t)(i * 7) : 0xee;
+	uint8_t *db = dev(sizeof(b), b);
+
+	if (devcoll_broadcast(c, db, 4099, DEVCOLL_UINT8, 1 % W))
+		FAIL("broadcast: %s", devcoll_last_error());
+	cu.dtoh(b, (CUdeviceptr)db, sizeof(b));
+	for (int i = 0; i < 4099; i++)
+		if (b[i] != (uint8_t)(i * 7)) {
+			FAIL("broadcast wrong at %d", i);
+			break;
+		}
+	/* allgather */
+	for (int i = 0; i < 1000; i++)
+		v[i] = r * 1000 + i;
+	int32_t *dv = dev(sizeof(v), v), *dg = dev(sizeof(v) * (size_t)W, NULL);
+
+	if (devcoll_allgather(c, dv, dg, 1000, DEVCOLL_INT32))
+		FAIL("allgather: %s", devcoll_last_error());
+	g = host(dg, sizeof(v) * (size_t)W);
+	for (int i = 0; i < 1000 * W; i++)
+		if (g[i] != i) {
+			FAIL("allgather wrong at %d", i);
+			break;
+		}
+	free(g);
+	/* alltoall, int16: rank r sends r * 10 + k to rank k */
+	for (int k = 0; k < W * 3; k++)
+		t[k] = (int16_t)(r * 10 + k / 3);
+	int16_t *dt = dev(sizeof(t), t), *dtt = dev(sizeof(t), NULL);
+
+	if (devcoll_alltoall(c, dt, dtt, 3, DEVCOLL_INT16))
+		FAIL("alltoall: %s", devcoll_last_error());
+	cu.dtoh(tt, (CUdeviceptr)dtt, sizeof(int16_t) * 3 * (size_t)W);
+	for (int k = 0; k < W * 3; k++)
+		if (tt[k] != (k / 3) * 10 + r) {
+			FAIL("alltoall wrong at %d", k);
+			break;
+		}
+	/* gather to rank 0, scatter from the last */
+	int32_t g3[3] = { r, r + 1, r + 2 }, gat[9], sca[3], scin[9];
+
+	for (int i = 0; i < 9; i++)
+		scin[i] = i * 7;
+	int32_t *dg3 = dev(sizeof(g3), g3), *dgat = dev(sizeof(gat), NULL);
+	int32_t *dscin = dev(sizeof(scin), scin), *dsca = dev(sizeof(sca), NULL);
+
+	if (devcoll_gather(c, dg3, dgat, 3, DEVCOLL_INT32, 0) ||
+	    devcoll_scatter(c, dscin, dsca, 3, DEVCOLL_INT32, W - 1))
+		FAIL("gather/scatter: %s", devcoll_last_error());
+	cu.dtoh(gat, (CUdeviceptr)dgat, sizeof(int32_t) * 3 * (size_t)W);
+	cu.dtoh(sca, (CUdeviceptr)dsca, sizeof(sca));
+	for (int k = 0; r == 0 && k < 3 * W; k++)
+		if (gat[k] != k / 3 + k % 3) {
+			FAIL("gather wrong at %d", k);
+			break;
+		}
+	for (int i = 0; i < 3; i++)
+		if (sca[i] != (r * 3 + i) * 7) {
+			FAIL("scatter wrong at %d", i);
+			break;
+		}
+	dev_free(db);
+	dev_free(dv);
+	dev_free(dg);
+	dev_free(dt);
+	dev_free(dtt);
+	dev_free(dg3);
+	dev_free(dgat);
+	dev_free(dscin);
+	dev_free(dsca);
+}
+
+/* The v-collectives into buffers with gaps: the gaps keep their bytes. */
+static void v_colls(devcoll_comm *c, int r, int W)
+{
+	size_t cnt[3], dsp[3], sc[3], sd[3], rc[3], rd[3], o = 0;
+	int32_t sv[8], gv[40], av[12], bv[40];
+
+	for (int k = 0; k < W; k++) {
+		cnt[k] = (size_t)k + 2;
+		dsp[k] = o;
+		o += cnt[k] + 1;	/* one element of gap after each block */
+		sc[k] = (size_t)(r + k) % 3 + 1;
+		rc[k] = (size_t)(k + r) % 3 + 1;
+		sd[k] = (size_t)k * 4;
+		rd[k] = (size_t)k * 5;
+	}
+	for (int i = 0; i < 8; i++)
+		sv[i] = r * 100 + i;
+	for (int i = 0; i < 12; i++)
+		av[i] = r * 1000 + i;
+	for (int i = 0; i < 40; i++)
+		gv[i] = bv[i] = -7;
+	int32_t *dsv = dev(sizeof(sv), sv), *dgv = dev(sizeof(gv), gv);
+	int32_t *dav = dev(sizeof(av), av), *dbv = dev(sizeof(bv), bv);
+
+	if (devcoll_allgatherv(c, dsv, cnt[r], dgv, cnt, dsp, DEVCOLL_INT32) ||
+	    devcoll_alltoallv(c, dav, sc, sd, dbv, rc, rd, DEVCOLL_INT32))
+		FAIL("v-collectives: %s", devcoll_last_error());
+	cu.dtoh(gv, (CUdeviceptr)dgv, sizeof(gv));
+	cu.dtoh(bv, (CUdeviceptr)dbv, sizeof(bv));
+	for (int k = 0, i = 0; k < W; k++)
+		for (size_t j = 0; j <= cnt[k]; j++, i++)
+			if (gv[i] != (j < cnt[k] ? k * 100 + (int)j : -7)) {
+				FAIL("allgatherv wrong at %d: %d", i, gv[i]);
+				k = W;
+				break;
+			}
+	for (int k = 0; k < W; k++)
+		for (size_t j = 0; j < 5; j++)
+			if (bv[rd[k] + j] != (j < rc[k] ? k * 1000 + r * 4 + (int)j : -7)) {
+				FAIL("alltoallv wrong at %zu: %d", rd[k] + j, bv[rd[k] + j]);
+				k = W;
+				break;
+			}
+	dev_free(dsv);
+	dev_free(dgv);
+	dev_free(dav);
+	dev_free(dbv);
+}
+
+/* Non-blocking: received bytes on the GPU once test() or wait() says done. */
+static void nonblocking(devcoll_comm *c, int r, int W)
+{
+	size_t n = 1 << 20;
+	float *a = malloc(n * 4);
+	uint32_t msg[513], in[513];
+	devcoll_req *q, *s, *rq;
+	int st = -1;
+
+	fill(DEVCOLL_FP32, a, n, r, DEVCOLL_SUM, 0);
+	float *da = dev(n * 4, a), *db = dev(n * 4, NULL);
+
+	if (devcoll_iallreduce(c, da, db, n, DEVCOLL_FP32, DEVCOLL_SUM, &q)) {
+		FAIL("iallreduce: %s", devcoll_last_error());
+		return;
+	}
+	while (!devcoll_test(q, &st))
+		;
+	float *got = host(db, n * 4);
+
+	if (st)
+		FAIL("iallreduce: %d", st);
+	for (size_t i = 0; i < n; i++)
+		if (check_one(DEVCOLL_FP32, DEVCOLL_SUM, W, got, i, i)) {
+			FAIL("iallreduce wrong at %zu once test() said done", i);
+			break;
+		}
+	free(got);
+	if (devcoll_wait(q))
+		FAIL("wait after test: %s", devcoll_last_error());
+	/* a ring of isend/irecv between device buffers */
+	for (int i = 0; i < 513; i++)
+		msg[i] = (uint32_t)(r * 7919 + i);
+	uint32_t *dmsg = dev(sizeof(msg), msg), *din = dev(sizeof(in), NULL);
+
+	if (devcoll_irecv(c, din, 513, DEVCOLL_UINT32, (r + W - 1) % W, 5, &rq) ||
+	    devcoll_isend(c, dmsg, 513, DEVCOLL_UINT32, (r + 1) % W, 5, &s) ||
+	    devcoll_wait(s) || devcoll_wait(rq))
+		FAIL("isend/irecv: %s", devcoll_last_error());
+	cu.dtoh(in, (CUdeviceptr)din, sizeof(in));
+	for (int i = 0; i < 513; i++)
+		if (in[i] != (uint32_t)(((r + W - 1) % W) * 7919 + i)) {
+			FAIL("irecv wrong at %d", i);
+			break;
+		}
+	dev_free(da);
+	dev_free(db);
+	dev_free(dmsg);
+	dev_free(din);
+	free(a);
+}
+
+/* A dup'ed communicator stages through pinned buffers of its own, reuses
+ * them call after call and frees them when destroyed. */
+static void pool(devcoll_comm *c, int r, int W)
+{
+	int before = cu.host_allocs ? cu.host_allocs() : 0, during = 0;
+	double x[4096], *dx = dev(sizeof(x), NULL);
+	devcoll_comm *d;
+
+	fill(DEVCOLL_FP64, x, 4096, r, DEVCOLL_SUM, 0);
+	if (devcoll_comm_dup(c, &d)) {
+		FAIL("dup: %s", devcoll_last_error());
+		return;
+	}
+	for (int i = 0; i < 20; i++) {
+		cu.htod((CUdeviceptr)dx, x, sizeof(x));
+		if (devcoll_allreduce(d, dx, dx, 4096, DEVCOLL_FP64, DEVCOLL_SUM))
+			FAIL("allreduce %d on the dup: %s", i, devcoll_last_error());
+		if (i == 0 && cu.host_allocs)
+			during = cu.host_allocs();
+	}
+	double *got = host(dx, sizeof(x));
+
+	for (size_t i = 0; i < 4096; i++)
+		if (check_one(DEVCOLL_FP64, DEVCOLL_SUM, W, got, i, i)) {
+			FAIL("allreduce on the dup wrong at %zu", i);
+			break;
+		}
+	free(got);
+	if (cu.host_allocs && cu.host_allocs() != during)
+		FAIL("20 allreduces: pinned buffers %d after the first, %d after all", during,
+		     cu.host_allocs());
+	devcoll_comm_destroy(d);
+	if (cu.host_allocs && (during <= before || cu.host_allocs() != before))
+		FAIL("pinned buffers: %d before the dup, %d while used, %d after it", before, during,
+		     cu.host_allocs());
+	dev_free(dx);
+}
+
+static int gpu_rank(devcoll_comm *c, void *arg)
+{
+	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c), d;
+	void *ctx;
+
+	(void)arg;
+	if (cu.init(0) || cu.device_get(&d, 0) || cu.retain(&ctx, d) || cu.set_current(ctx)) {
+		fprintf(stderr, "rank %d: no CUDA context\n", r);
+		return 3;
+	}
+	reductions(c, r, W);
+	movers(c, r, W);
+	v_colls(c, r, W);
+	nonblocking(c, r, W);
+	pool(c, r, W);
+	if (cu.pushed && cu.pushed())
+		FAIL("%d context pushes not popped", cu.pushed());
+	return fails ? 1 : 0;
+}
+
+/* devcoll_comm_init of a 1-rank world: its error, or 0. */
+static int init_alone(char *msg, size_t len)
+{
+	struct devcoll_opts o = { .rank = 0, .size = 1, .addr = "127.0.0.1:1" };
+	devcoll_comm *c;
+	int ret = devcoll_comm_init(&c, &o);
+
+	snprintf(msg, len, "%s", ret ? devcoll_last_error() : "");
+	if (!ret)
+		devcoll_comm_destroy(c);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	char fake[PATH_MAX], exe[PATH_MAX], msg[512];
+	const char *lib = getenv("DEVCOLL_LIBCUDA");
+	int status[3], bad = 0, ret;
+
+	(void)argc;
+	snprintf(exe, sizeof(exe), "%s", argv[0]);
+	snprintf(fake, sizeof(fake), "%s/fake_cuda.so", dirname(exe));
+	/* the errors first: a library once loaded stays */
+	setenv("DEVCOLL_CUDA", "sometimes", 1);
+	ret = init_alone(msg, sizeof(msg));
+	printf("DEVCOLL_CUDA=sometimes: %s\n", msg);
+	bad += ret != -EINVAL || !strstr(msg, "DEVCOLL_CUDA=sometimes: not auto, on or off");
+	setenv("DEVCOLL_CUDA", "on", 1);
+	setenv("DEVCOLL_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+	ret = init_alone(msg, sizeof(msg));
+	printf("DEVCOLL_CUDA=on without the library: %s\n", msg);
+	bad += ret != -ENODEV || !strstr(msg, "cannot load /nonexistent/libcuda.so.1");
+
+	if (!lib || !*lib)
+		lib = fake;
+	setenv("DEVCOLL_LIBCUDA", lib, 1);
+	if (load(lib)) {
+		printf("SKIP: cannot load %s\n", lib);
+		return 4;
+	}
+	printf("device memory from %s\n", lib);
+	for (int w = 2; w <= 3; w++) {
+		int b = run_world(w, NULL, gpu_rank, NULL, status, 120);
+
+		printf("%d ranks: %s\n", w, b ? "FAILED" : "all right");
+		for (int i = 0; i < w; i++)
+			if (status[i])
+				printf("  rank %d exited %d\n", i, status[i]);
+		bad += b;
+	}
+	printf("t_cuda: %s\n", bad ? "FAILED" : "all passed");
+	return bad ? 1 : 0;
+}
