@@ -124,7 +124,10 @@ int dc_cuda_init(devcoll_comm *c)
 		ret = 0;
 	else
 		return dc_fail(-EINVAL, "DEVCOLL_CUDA=%s: not auto, on or off", mode);
-	return ret < 0 ? ret : dc_cuda_like(c, ret == 1);
+	if (ret < 0)
+		return ret;
+	c->cuda = ret == 1;	/* the template of the communicators made */
+	return 0;
 }
 
 int dc_cuda_like(devcoll_comm *c, bool cuda)

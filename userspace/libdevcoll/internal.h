@@ -218,9 +218,10 @@ struct dc_stage {
 	struct dc_stage_buf buf[2];	/* send (or both, in place), receive */
 };
 
-/* DEVCOLL_CUDA: whether @c looks for device pointers (c->cuda). */
+/* DEVCOLL_CUDA: whether communicators made like @c look for device
+ * pointers (c->cuda). */
 int dc_cuda_init(devcoll_comm *c);
-/* @c looks for them, or not: as the communicator it is split from. */
+/* @c looks for them, or not (its pool of pinned buffers made). */
 int dc_cuda_like(devcoll_comm *c, bool cuda);
 /* Frees @c's pinned staging buffers. */
 void dc_cuda_free(devcoll_comm *c);
