@@ -46,7 +46,8 @@ typedef int (*rank_fn)(devcoll_comm *c, void *arg);
  * Runs @fn in @n forked ranks (rank 0's rendezvous on @addr), each with its
  * communicator; returns the exit statuses in @status (fn's return value,
  * 100+ for set-up failures, 200+signal). A rank killed by the test itself
- * shows as 200+SIGKILL.
+ * shows as 200+SIGKILL. A rank ends with exit(), so that LeakSanitizer
+ * checks it for leaks (and fails it with status 23).
  */
 static inline int run_world_at(const char *addr, int n, const struct devcoll_opts *base, rank_fn fn,
 			       void *arg, int *status, double limit_s)
@@ -75,7 +76,7 @@ static inline int run_world_at(const char *addr, int n, const struct devcoll_opt
 			ret = fn(c, arg);
 			devcoll_comm_destroy(c);
 			fflush(stdout);
-			_exit(ret > 99 ? 99 : ret);
+			exit(ret > 99 ? 99 : ret);
 		}
 	}
 	for (int r = 0; r < n; r++) {

@@ -447,8 +447,8 @@ int main(int argc, char **argv)
 		return 4;
 	}
 	printf("device memory from %s\n", lib);
-	/* a communicator made and destroyed here: LSan, at this process's
-	 * exit, finds what it left behind (the ranks end with _exit) */
+	/* a communicator made and destroyed in this process too: LSan, at
+	 * its exit, finds what init left behind */
 	ret = init_alone(msg, sizeof(msg));
 	printf("a 1-rank world with DEVCOLL_CUDA=on: %s\n", ret ? msg : "made and destroyed");
 	bad += ret != 0;
