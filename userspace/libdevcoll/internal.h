@@ -117,6 +117,8 @@ int dc_if_addr(const char *spec, char *out, size_t len);
 
 /* errors */
 int dc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* strerror(@e) of a socket call, saying what EFAULT means for a buffer */
+const char *dc_io_error(int e);
 int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

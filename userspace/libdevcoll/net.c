@@ -127,6 +127,16 @@ static int comm_fail(devcoll_comm *c, int err, int origin, const char *msg)
 
 /* Breaks the communicator: tells the peers why and shuts every connection
  * down, so that they fail at once instead of at their timeout. */
+const char *dc_io_error(int e)
+{
+	/* what a socket call's EFAULT almost always means here */
+	if (e == EFAULT)
+		return "Bad address: a buffer the CPU cannot reach (GPU memory is staged only where "
+		       "the process had loaded libcuda by devcoll_comm_init(), or with "
+		       "DEVCOLL_CUDA=on)";
+	return strerror(e);
+}
+
 int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -447,7 +457,7 @@ int dc_conn_send(devcoll_comm *c, struct conn *k, int *err)
 				return 0;
 			}
 			*err = dc_comm_fail(c, e == EPIPE || e == ECONNRESET ? -ECONNRESET : -e,
-					    "sending to rank %d: %s", k->peer, strerror(e));
+					    "sending to rank %d: %s", k->peer, dc_io_error(e));
 			return 0;
 		}
 		progress = 1;
@@ -531,8 +541,8 @@ int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress)
 		if (n == -EAGAIN)
 			return 0;
 		if (n < 0)
-			return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
-					    strerror((int)-n));
+			return dc_comm_fail(c, n == -EFAULT ? -EFAULT : -ECONNRESET,
+					    "receiving from rank %d: %s", k->peer, dc_io_error((int)-n));
 		if (n == 0) {
 			/* fine between chunks when the peer is done with this
 			 * connection; an error mid-header */
@@ -635,8 +645,9 @@ static int conn_recv_run(devcoll_comm *c, struct conn *k, struct xfer *x, struct
 			if (n == -EAGAIN)
 				return progress;
 			if (n < 0)
-				return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
-						    strerror((int)-n));
+				return dc_comm_fail(c, n == -EFAULT ? -EFAULT : -ECONNRESET,
+						    "receiving from rank %d: %s", k->peer,
+						    dc_io_error((int)-n));
 			if (n == 0)
 				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection during "
 						    "%s #%u: it died, left, or failed (its own error says "

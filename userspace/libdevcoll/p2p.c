@@ -185,8 +185,9 @@ static int recv_conn(devcoll_comm *c, struct batch *b, int ki, int *progress)
 			if (n == -EAGAIN)
 				return 0;
 			if (n < 0)
-				return dc_comm_fail(c, -ECONNRESET, "receiving from rank %d: %s", k->peer,
-						    strerror((int)-n));
+				return dc_comm_fail(c, n == -EFAULT ? -EFAULT : -ECONNRESET,
+						    "receiving from rank %d: %s", k->peer,
+						    dc_io_error((int)-n));
 			if (n == 0)
 				return dc_comm_fail(c, -ECONNRESET, "rank %d closed the connection during "
 						    "a recv: it died, left, or failed (its own error says why)",

@@ -4,7 +4,8 @@
  * not, with buffers on the GPU (out of place, in place, one host and one
  * device buffer), results read back from the GPU and checked, bytes that a
  * v-collective leaves alone left alone; the pinned staging buffers reused
- * and freed with their communicator. 2 and 3 ranks. DEVCOLL_CUDA's errors. Against a stand-in libcuda (fake_cuda.so: its device memory is
+ * and freed with their communicator. 2 and 3 ranks. DEVCOLL_CUDA's errors;
+ * with it off, device buffers fail with EFAULT, saying what to set. Against a stand-in libcuda (fake_cuda.so: its device memory is
  * mapped PROT_NONE, so the library touching it other than through CUDA's
  * copies crashes the test) unless DEVCOLL_LIBCUDA names the real one, as
  * selftests/libdevcoll/gpu_test.sh does on a GPU host.
@@ -406,6 +407,28 @@ static int gpu_rank(devcoll_comm *c, void *arg)
 	return fails ? 1 : 0;
 }
 
+/* DEVCOLL_CUDA=off: a device buffer is one the CPU cannot reach. A large
+ * send from one and receive into one (straight to and from the socket)
+ * fail with EFAULT saying what to do, on both ranks. */
+static int cuda_off(devcoll_comm *c, void *arg)
+{
+	int r = devcoll_comm_rank(c), d, ret;
+	size_t n = 1 << 20;
+	void *ctx, *buf;
+
+	(void)arg;
+	if (cu.init(0) || cu.device_get(&d, 0) || cu.retain(&ctx, d) || cu.set_current(ctx))
+		return 3;
+	buf = dev(n, NULL);
+	ret = r == 0 ? devcoll_send(c, buf, n, DEVCOLL_UINT8, 1, 9) :
+		       devcoll_recv(c, buf, n, DEVCOLL_UINT8, 0, 9);
+	printf("  rank %d: %d %s\n", r, ret, devcoll_last_error());
+	dev_free(buf);
+	/* the peer may see the other's failure first; its own is EFAULT */
+	return (ret == -EFAULT || ret == -ECONNRESET) && strstr(devcoll_last_error(), "DEVCOLL_CUDA") ?
+	       0 : 1;
+}
+
 /* devcoll_comm_init of a 1-rank world: its error, or 0. */
 static int init_alone(char *msg, size_t len)
 {
@@ -452,6 +475,12 @@ int main(int argc, char **argv)
 	ret = init_alone(msg, sizeof(msg));
 	printf("a 1-rank world with DEVCOLL_CUDA=on: %s\n", ret ? msg : "made and destroyed");
 	bad += ret != 0;
+	setenv("DEVCOLL_CUDA", "off", 1);
+	ret = run_world(2, NULL, cuda_off, NULL, status, 60);
+	printf("DEVCOLL_CUDA=off, device buffers: %s\n",
+	       ret ? "a rank did not fail with EFAULT naming DEVCOLL_CUDA" : "both ranks fail, saying why");
+	bad += ret;
+	setenv("DEVCOLL_CUDA", "on", 1);
 	for (int w = 2; w <= 3; w++) {
 		int b = run_world(w, NULL, gpu_rank, NULL, status, 120);
 
