@@ -93,8 +93,11 @@ static int cu_load(bool load)
 	/* NODELETE: libcuda keeps threads and state that must stay mapped */
 	lib = dlopen(path, RTLD_NOW | RTLD_NODELETE | (load ? 0 : RTLD_NOLOAD));
 	if (!lib) {
-		ret = load ? dc_fail(-ENODEV, "DEVCOLL_CUDA=on: cannot load %s: %s", path, dlerror())
-			   : 0;
+		if (load)
+			ret = dc_fail(-ENODEV, "DEVCOLL_CUDA=on: cannot load %s: %s", path,
+				      dlerror());
+		else
+			ret = 0;
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof(cu_syms) / sizeof(cu_syms[0]); i++) {

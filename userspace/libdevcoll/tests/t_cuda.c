@@ -5,9 +5,10 @@
  * device buffer), results read back from the GPU and checked, bytes that a
  * v-collective leaves alone left alone; the pinned staging buffers reused
  * and freed with their communicator. 2 and 3 ranks. DEVCOLL_CUDA's errors;
- * with it off, device buffers fail with EFAULT, saying what to set. Against a stand-in libcuda (fake_cuda.so: its device memory is
- * mapped PROT_NONE, so the library touching it other than through CUDA's
- * copies crashes the test) unless DEVCOLL_LIBCUDA names the real one, as
+ * with it off, device buffers fail with EFAULT, saying what to set.
+ * Against a stand-in libcuda (fake_cuda.so: its device memory is mapped
+ * PROT_NONE, so the library touching it other than through CUDA's copies
+ * crashes the test) unless DEVCOLL_LIBCUDA names the real one, as
  * selftests/libdevcoll/gpu_test.sh does on a GPU host.
  */
 #include <dlfcn.h>
@@ -139,7 +140,8 @@ static void reductions(devcoll_comm *c, int r, int W)
 	int64_t *ge = host(dr, sizeof(e));
 
 	for (size_t i = 0; i < 777; i++)
-		if (r == W - 1 ? check_one(DEVCOLL_INT64, DEVCOLL_SUM, W, ge, i, i) : ge[i] != e[i]) {
+		if (r == W - 1 ? check_one(DEVCOLL_INT64, DEVCOLL_SUM, W, ge, i, i) :
+				 ge[i] != e[i]) {
 			FAIL("reduce wrong at %zu", i);
 			break;
 		}
@@ -425,8 +427,8 @@ static int cuda_off(devcoll_comm *c, void *arg)
 	printf("  rank %d: %d %s\n", r, ret, devcoll_last_error());
 	dev_free(buf);
 	/* the peer may see the other's failure first; its own is EFAULT */
-	return (ret == -EFAULT || ret == -ECONNRESET) && strstr(devcoll_last_error(), "DEVCOLL_CUDA") ?
-	       0 : 1;
+	return (ret == -EFAULT || ret == -ECONNRESET) &&
+	       strstr(devcoll_last_error(), "DEVCOLL_CUDA") ? 0 : 1;
 }
 
 /* devcoll_comm_init of a 1-rank world: its error, or 0. */
