@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * devcoll-perf --gpu: CUDA device memory through the driver API, loaded at
- * run time so that the tool neither builds against CUDA nor needs it.
+ * CUDA device memory for devcoll-perf --gpu and t_cuda, through the driver
+ * API loaded at run time: neither builds against CUDA nor needs it.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -22,7 +22,7 @@ static struct {
 	int (*dtod)(CUdeviceptr dst, CUdeviceptr src, size_t len);
 } cu;
 
-int gpu_open(void)
+int gpu_open(const char *path)
 {
 	const struct { const char *name; void **fn; } syms[] = {
 		{ "cuInit", (void **)&cu.init },
@@ -35,17 +35,17 @@ int gpu_open(void)
 		{ "cuMemcpyDtoH_v2", (void **)&cu.dtoh },
 		{ "cuMemcpyDtoD_v2", (void **)&cu.dtod },
 	};
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NODELETE);
+	void *lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NODELETE);
 	void *ctx;
 	int dev, res;
 
 	if (!lib) {
-		fprintf(stderr, "devcoll-perf --gpu: %s (no NVIDIA driver?)\n", dlerror());
+		fprintf(stderr, "CUDA: %s (no NVIDIA driver?)\n", dlerror());
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
 		if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
-			fprintf(stderr, "devcoll-perf --gpu: libcuda has no %s\n", syms[i].name);
+			fprintf(stderr, "CUDA: libcuda has no %s\n", syms[i].name);
 			return -1;
 		}
 	res = cu.init(0);
@@ -56,7 +56,7 @@ int gpu_open(void)
 	if (!res)
 		res = cu.set_current(ctx);
 	if (res) {
-		fprintf(stderr, "devcoll-perf --gpu: no context on CUDA device 0 (error %d)\n", res);
+		fprintf(stderr, "CUDA: no context on CUDA device 0 (error %d)\n", res);
 		return -1;
 	}
 	return 0;
@@ -68,7 +68,7 @@ void *gpu_alloc(size_t len)
 	int res = cu.alloc(&p, len);
 
 	if (res) {
-		fprintf(stderr, "devcoll-perf --gpu: cuMemAlloc of %zu bytes: error %d\n", len, res);
+		fprintf(stderr, "CUDA: cuMemAlloc of %zu bytes: error %d\n", len, res);
 		return NULL;
 	}
 	return (void *)(uintptr_t)p;
@@ -87,6 +87,6 @@ int gpu_copy(void *dst, const void *src, size_t len, enum gpu_dir dir)
 		  dir == GPU_TO_HOST ? cu.dtoh(dst, s, len) : cu.dtod(d, s, len);
 
 	if (res)
-		fprintf(stderr, "devcoll-perf --gpu: copying %zu bytes: CUDA error %d\n", len, res);
+		fprintf(stderr, "CUDA: copying %zu bytes: CUDA error %d\n", len, res);
 	return res ? -1 : 0;
 }

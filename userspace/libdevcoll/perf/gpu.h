@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* devcoll-perf --gpu: buffers in CUDA device memory (gpu.c). */
+/* CUDA device memory for devcoll-perf --gpu and t_cuda (gpu.c). */
 #ifndef DEVCOLL_PERF_GPU_H
 #define DEVCOLL_PERF_GPU_H
 
@@ -7,9 +7,9 @@
 
 enum gpu_dir { GPU_TO_DEVICE, GPU_TO_HOST, GPU_ON_DEVICE };
 
-/* Loads libcuda.so.1 and makes device 0's primary context current; 0, or
- * -1 after saying why on stderr. */
-int gpu_open(void);
+/* Loads @path (NULL: libcuda.so.1) and makes device 0's primary context
+ * current; 0, or -1 after saying why on stderr. */
+int gpu_open(const char *path);
 /* @len bytes of device memory, or NULL after saying why. */
 void *gpu_alloc(size_t len);
 void gpu_free(void *p);

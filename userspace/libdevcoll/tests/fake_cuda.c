@@ -96,6 +96,17 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t len)
 	return dev_copy((void *)dst, src, dst, len, PROT_WRITE);
 }
 
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t len)
+{
+	char *bounce = malloc(len ? len : 1);
+	CUresult res = bounce ? cuMemcpyDtoH_v2(bounce, src, len) : 2;
+
+	if (!res)
+		res = cuMemcpyHtoD_v2(dst, bounce, len);
+	free(bounce);
+	return res;
+}
+
 CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
 {
 	if (find(p, 1) < 0)

@@ -15,59 +15,32 @@
 #include <libgen.h>
 #include <limits.h>
 #include "common.h"
+#include "../perf/gpu.h"
 
-typedef unsigned long long CUdeviceptr;
-
-static struct {
-	int (*init)(unsigned int flags);
-	int (*device_get)(int *dev, int ordinal);
-	int (*retain)(void **ctx, int dev);
-	int (*set_current)(void *ctx);
-	int (*alloc)(CUdeviceptr *p, size_t len);
-	int (*free)(CUdeviceptr p);
-	int (*htod)(CUdeviceptr dst, const void *src, size_t len);
-	int (*dtoh)(void *dst, CUdeviceptr src, size_t len);
-	int (*pushed)(void);	/* the stand-in's push/pop balance */
-	int (*host_allocs)(void);	/* and its pinned buffers alive */
-} cu;
+/* The stand-in's counters (NULL with the real libcuda). */
+static int (*fake_pushed)(void);	/* context pushes not popped */
+static int (*fake_host_allocs)(void);	/* pinned buffers alive */
+static const char *lib;
 
 static int fails;
 
 #define FAIL(...) do { fprintf(stderr, "  rank %d: ", r); fprintf(stderr, __VA_ARGS__);	\
 		       fprintf(stderr, "\n"); fails++; } while (0)
 
-static int load(const char *path)
-{
-	void *lib = dlopen(path, RTLD_NOW | RTLD_NODELETE);
-	void **fns[] = { (void **)&cu.init, (void **)&cu.device_get, (void **)&cu.retain,
-			 (void **)&cu.set_current, (void **)&cu.alloc, (void **)&cu.free,
-			 (void **)&cu.htod, (void **)&cu.dtoh };
-	const char *names[] = { "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
-				"cuCtxSetCurrent", "cuMemAlloc_v2", "cuMemFree_v2",
-				"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2" };
-
-	if (!lib) {
-		printf("cannot load %s: %s\n", path, dlerror());
-		return -1;
-	}
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (!(*fns[i] = dlsym(lib, names[i])))
-			return -1;
-	*(void **)&cu.pushed = dlsym(lib, "fake_cuda_pushed");
-	*(void **)&cu.host_allocs = dlsym(lib, "fake_cuda_host_allocs");
-	return 0;
-}
-
 /* Device memory of @len bytes holding @init (NULL: left as it comes). */
 static void *dev(size_t len, const void *init)
 {
-	CUdeviceptr p = 0;
+	void *p = gpu_alloc(len ? len : 1);
 
-	if (cu.alloc(&p, len ? len : 1) || (init && len && cu.htod(p, init, len))) {
-		fprintf(stderr, "cuMemAlloc/cuMemcpyHtoD of %zu bytes failed\n", len);
+	if (!p || (init && len && gpu_copy(p, init, len, GPU_TO_DEVICE)))
 		exit(3);
-	}
-	return (void *)p;
+	return p;
+}
+
+static void down(void *h, const void *d, size_t len)
+{
+	if (gpu_copy(h, d, len, GPU_TO_HOST))
+		exit(3);
 }
 
 /* A host copy of @len bytes of device memory @d (freed by the caller). */
@@ -75,17 +48,13 @@ static void *host(const void *d, size_t len)
 {
 	void *h = malloc(len ? len : 1);
 
-	if (!h || (len && cu.dtoh(h, (CUdeviceptr)d, len))) {
-		fprintf(stderr, "cuMemcpyDtoH of %zu bytes failed\n", len);
+	if (!h)
 		exit(3);
-	}
+	down(h, d, len);
 	return h;
 }
 
-static void dev_free(void *d)
-{
-	cu.free((CUdeviceptr)d);
-}
+#define dev_free gpu_free
 
 static void reductions(devcoll_comm *c, int r, int W)
 {
@@ -154,7 +123,7 @@ static void reductions(devcoll_comm *c, int r, int W)
 
 	if (devcoll_reduce_scatter(c, drs, dro, 5, DEVCOLL_FP64, DEVCOLL_SUM))
 		FAIL("reduce_scatter: %s", devcoll_last_error());
-	cu.dtoh(rs_out, (CUdeviceptr)dro, sizeof(rs_out));
+	down(rs_out, dro, sizeof(rs_out));
 	for (size_t i = 0; i < 5; i++)
 		if (check_one(DEVCOLL_FP64, DEVCOLL_SUM, W, rs_out, i, (size_t)r * 5 + i)) {
 			FAIL("reduce_scatter wrong at %zu", i);
@@ -183,7 +152,7 @@ static void movers(devcoll_comm *c, int r, int W)
 
 	if (devcoll_broadcast(c, db, 4099, DEVCOLL_UINT8, 1 % W))
 		FAIL("broadcast: %s", devcoll_last_error());
-	cu.dtoh(b, (CUdeviceptr)db, sizeof(b));
+	down(b, db, sizeof(b));
 	for (int i = 0; i < 4099; i++)
 		if (b[i] != (uint8_t)(i * 7)) {
 			FAIL("broadcast wrong at %d", i);
@@ -210,7 +179,7 @@ static void movers(devcoll_comm *c, int r, int W)
 
 	if (devcoll_alltoall(c, dt, dtt, 3, DEVCOLL_INT16))
 		FAIL("alltoall: %s", devcoll_last_error());
-	cu.dtoh(tt, (CUdeviceptr)dtt, sizeof(int16_t) * 3 * (size_t)W);
+	down(tt, dtt, sizeof(int16_t) * 3 * (size_t)W);
 	for (int k = 0; k < W * 3; k++)
 		if (tt[k] != (k / 3) * 10 + r) {
 			FAIL("alltoall wrong at %d", k);
@@ -227,8 +196,8 @@ static void movers(devcoll_comm *c, int r, int W)
 	if (devcoll_gather(c, dg3, dgat, 3, DEVCOLL_INT32, 0) ||
 	    devcoll_scatter(c, dscin, dsca, 3, DEVCOLL_INT32, W - 1))
 		FAIL("gather/scatter: %s", devcoll_last_error());
-	cu.dtoh(gat, (CUdeviceptr)dgat, sizeof(int32_t) * 3 * (size_t)W);
-	cu.dtoh(sca, (CUdeviceptr)dsca, sizeof(sca));
+	down(gat, dgat, sizeof(int32_t) * 3 * (size_t)W);
+	down(sca, dsca, sizeof(sca));
 	for (int k = 0; r == 0 && k < 3 * W; k++)
 		if (gat[k] != k / 3 + k % 3) {
 			FAIL("gather wrong at %d", k);
@@ -277,8 +246,8 @@ static void v_colls(devcoll_comm *c, int r, int W)
 	if (devcoll_allgatherv(c, dsv, cnt[r], dgv, cnt, dsp, DEVCOLL_INT32) ||
 	    devcoll_alltoallv(c, dav, sc, sd, dbv, rc, rd, DEVCOLL_INT32))
 		FAIL("v-collectives: %s", devcoll_last_error());
-	cu.dtoh(gv, (CUdeviceptr)dgv, sizeof(gv));
-	cu.dtoh(bv, (CUdeviceptr)dbv, sizeof(bv));
+	down(gv, dgv, sizeof(gv));
+	down(bv, dbv, sizeof(bv));
 	for (int k = 0, i = 0; k < W; k++)
 		for (size_t j = 0; j <= cnt[k]; j++, i++)
 			if (gv[i] != (j < cnt[k] ? k * 100 + (int)j : -7)) {
@@ -338,7 +307,7 @@ static void nonblocking(devcoll_comm *c, int r, int W)
 	    devcoll_isend(c, dmsg, 513, DEVCOLL_UINT32, (r + 1) % W, 5, &s) ||
 	    devcoll_wait(s) || devcoll_wait(rq))
 		FAIL("isend/irecv: %s", devcoll_last_error());
-	cu.dtoh(in, (CUdeviceptr)din, sizeof(in));
+	down(in, din, sizeof(in));
 	for (int i = 0; i < 513; i++)
 		if (in[i] != (uint32_t)(((r + W - 1) % W) * 7919 + i)) {
 			FAIL("irecv wrong at %d", i);
@@ -355,7 +324,7 @@ static void nonblocking(devcoll_comm *c, int r, int W)
  * them call after call and frees them when destroyed. */
 static void pool(devcoll_comm *c, int r, int W)
 {
-	int before = cu.host_allocs ? cu.host_allocs() : 0, during = 0;
+	int before = fake_host_allocs ? fake_host_allocs() : 0, during = 0;
 	double x[4096], *dx = dev(sizeof(x), NULL);
 	devcoll_comm *d;
 
@@ -365,11 +334,12 @@ static void pool(devcoll_comm *c, int r, int W)
 		return;
 	}
 	for (int i = 0; i < 20; i++) {
-		cu.htod((CUdeviceptr)dx, x, sizeof(x));
+		if (gpu_copy(dx, x, sizeof(x), GPU_TO_DEVICE))
+			exit(3);
 		if (devcoll_allreduce(d, dx, dx, 4096, DEVCOLL_FP64, DEVCOLL_SUM))
 			FAIL("allreduce %d on the dup: %s", i, devcoll_last_error());
-		if (i == 0 && cu.host_allocs)
-			during = cu.host_allocs();
+		if (i == 0 && fake_host_allocs)
+			during = fake_host_allocs();
 	}
 	double *got = host(dx, sizeof(x));
 
@@ -379,33 +349,30 @@ static void pool(devcoll_comm *c, int r, int W)
 			break;
 		}
 	free(got);
-	if (cu.host_allocs && cu.host_allocs() != during)
+	if (fake_host_allocs && fake_host_allocs() != during)
 		FAIL("20 allreduces: pinned buffers %d after the first, %d after all", during,
-		     cu.host_allocs());
+		     fake_host_allocs());
 	devcoll_comm_destroy(d);
-	if (cu.host_allocs && (during <= before || cu.host_allocs() != before))
+	if (fake_host_allocs && (during <= before || fake_host_allocs() != before))
 		FAIL("pinned buffers: %d before the dup, %d while used, %d after it", before, during,
-		     cu.host_allocs());
+		     fake_host_allocs());
 	dev_free(dx);
 }
 
 static int gpu_rank(devcoll_comm *c, void *arg)
 {
-	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c), d;
-	void *ctx;
+	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c);
 
 	(void)arg;
-	if (cu.init(0) || cu.device_get(&d, 0) || cu.retain(&ctx, d) || cu.set_current(ctx)) {
-		fprintf(stderr, "rank %d: no CUDA context\n", r);
+	if (gpu_open(lib))
 		return 3;
-	}
 	reductions(c, r, W);
 	movers(c, r, W);
 	v_colls(c, r, W);
 	nonblocking(c, r, W);
 	pool(c, r, W);
-	if (cu.pushed && cu.pushed())
-		FAIL("%d context pushes not popped", cu.pushed());
+	if (fake_pushed && fake_pushed())
+		FAIL("%d context pushes not popped", fake_pushed());
 	return fails ? 1 : 0;
 }
 
@@ -414,12 +381,12 @@ static int gpu_rank(devcoll_comm *c, void *arg)
  * fail with EFAULT saying what to do, on both ranks. */
 static int cuda_off(devcoll_comm *c, void *arg)
 {
-	int r = devcoll_comm_rank(c), d, ret;
+	int r = devcoll_comm_rank(c), ret;
 	size_t n = 1 << 20;
-	void *ctx, *buf;
+	void *buf;
 
 	(void)arg;
-	if (cu.init(0) || cu.device_get(&d, 0) || cu.retain(&ctx, d) || cu.set_current(ctx))
+	if (gpu_open(lib))
 		return 3;
 	buf = dev(n, NULL);
 	ret = r == 0 ? devcoll_send(c, buf, n, DEVCOLL_UINT8, 1, 9) :
@@ -446,13 +413,19 @@ static int init_alone(char *msg, size_t len)
 
 int main(int argc, char **argv)
 {
-	char fake[PATH_MAX], exe[PATH_MAX], msg[512];
-	const char *lib = getenv("DEVCOLL_LIBCUDA");
+	char path[PATH_MAX], exe[PATH_MAX], msg[512];
+	const char *real = getenv("DEVCOLL_LIBCUDA");
 	int status[3], bad = 0, ret;
+	void *handle;
 
 	(void)argc;
 	snprintf(exe, sizeof(exe), "%s", argv[0]);
-	snprintf(fake, sizeof(fake), "%s/fake_cuda.so", dirname(exe));
+	/* the library the caller named, else the stand-in beside this program */
+	if (real && *real)
+		snprintf(path, sizeof(path), "%s", real);
+	else
+		snprintf(path, sizeof(path), "%s/fake_cuda.so", dirname(exe));
+	lib = path;
 	/* the errors first: a library once loaded stays */
 	setenv("DEVCOLL_CUDA", "sometimes", 1);
 	ret = init_alone(msg, sizeof(msg));
@@ -464,13 +437,15 @@ int main(int argc, char **argv)
 	printf("DEVCOLL_CUDA=on without the library: %s\n", msg);
 	bad += ret != -ENODEV || !strstr(msg, "cannot load /nonexistent/libcuda.so.1");
 
-	if (!lib || !*lib)
-		lib = fake;
 	setenv("DEVCOLL_LIBCUDA", lib, 1);
-	if (load(lib)) {
-		printf("SKIP: cannot load %s\n", lib);
+	/* loaded here, initialised in the ranks: CUDA does not survive fork */
+	handle = dlopen(lib, RTLD_NOW | RTLD_NODELETE);
+	if (!handle) {
+		printf("SKIP: cannot load %s: %s\n", lib, dlerror());
 		return 4;
 	}
+	*(void **)&fake_pushed = dlsym(handle, "fake_cuda_pushed");
+	*(void **)&fake_host_allocs = dlsym(handle, "fake_cuda_host_allocs");
 	printf("device memory from %s\n", lib);
 	/* a communicator made and destroyed in this process too: LSan, at
 	 * its exit, finds what init left behind */
