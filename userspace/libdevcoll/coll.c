@@ -718,6 +718,20 @@ static int exec_op(devcoll_comm *c, struct op *o)
 
 /* ------------------------------------------------------------- requests */
 
+/*
+ * After an operation: wakes whoever waits for the communicator to be free,
+ * for a request or to run the queue. Nobody, mostly: a blocking collective
+ * with nothing queued. Then the progress thread sleeps on, rather than
+ * waking on the peer's CPU for nothing after every operation (it took the
+ * 8-byte allreduce from 4 to between 8 and 16 us once the thread existed).
+ * c->mtx held.
+ */
+static void wake(devcoll_comm *c)
+{
+	if (c->qhead || c->waiting)
+		pthread_cond_broadcast(&c->cv);
+}
+
 /* Runs the operation at the head of the queue (the send/recv there as one
  * batch); c->mtx held, c->busy clear. */
 static void run_head(devcoll_comm *c)
@@ -739,7 +753,7 @@ static void run_head(devcoll_comm *c)
 		q->done = true;
 	}
 	c->busy = false;
-	pthread_cond_broadcast(&c->cv);
+	wake(c);
 }
 
 static void *progress_thread(void *arg)
@@ -776,8 +790,10 @@ static int blocking(devcoll_comm *c, struct op *o)
 		ret = post(c, o, &q);
 		return ret ? ret : devcoll_wait(q);
 	}
+	c->waiting++;
 	while (c->qhead || c->busy)
 		pthread_cond_wait(&c->cv, &c->mtx);
+	c->waiting--;
 	c->busy = true;
 	pthread_mutex_unlock(&c->mtx);
 	ret = c->cuda ? dc_cuda_stage(c, o) : 0;
@@ -786,7 +802,7 @@ static int blocking(devcoll_comm *c, struct op *o)
 	ret = dc_cuda_unstage(o, ret);
 	pthread_mutex_lock(&c->mtx);
 	c->busy = false;
-	pthread_cond_broadcast(&c->cv);
+	wake(c);
 	pthread_mutex_unlock(&c->mtx);
 	return ret;
 }
@@ -882,10 +898,13 @@ DEVCOLL_EXPORT int devcoll_wait(devcoll_req *q)
 	/* the queue not taken up yet runs here: waking the progress thread
 	 * and then this one would cost tens of microseconds each */
 	while (!q->done) {
-		if (c->qhead && !c->busy)
+		if (c->qhead && !c->busy) {
 			run_head(c);
-		else
+		} else {
+			c->waiting++;
 			pthread_cond_wait(&c->cv, &c->mtx);
+			c->waiting--;
+		}
 	}
 	st = q->status;
 	pthread_mutex_unlock(&c->mtx);

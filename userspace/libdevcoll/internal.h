@@ -104,6 +104,7 @@ struct devcoll_comm {
 	pthread_cond_t cv;
 	struct devcoll_req *qhead, *qtail;
 	bool busy, stop, thread_started;
+	int waiting;		/* user threads in pthread_cond_wait(cv) */
 	pthread_t thread;
 	/* scratch */
 	char *tmp;
