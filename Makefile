@@ -3,6 +3,7 @@
 #
 #   make            provision the test kernel (once), build devtcp.ko and user space
 #   make check      host tests + VM selftests; ends with "N passed, N failed"
+#   make check-fresh `make demo` and `make check` in a clean Debian root (CI)
 #   make demo       bring up a devtcp NIC pair in the VM and move data over it
 #   make bench      benchmarks in the VM: devtcp pair vs veth, devmem vs plain receive
 #   make bench-coll libdevcoll vs Open MPI and Gloo on the host (loopback, veth)
@@ -34,6 +35,9 @@ userspace: provision
 check: all
 	@selftests/check
 
+check-fresh:
+	@selftests/fresh/run
+
 demo: all
 	@selftests/vm/run -- selftests/demo.sh
 
@@ -57,4 +61,4 @@ clean:
 	@$(MAKE) -s -C selftests/libdevmem clean
 	@$(MAKE) -s -C selftests/coll clean
 
-.PHONY: all provision modules userspace check demo bench bench-coll checkpatch clean
+.PHONY: all provision modules userspace check check-fresh demo bench bench-coll checkpatch clean
