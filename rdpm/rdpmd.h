@@ -24,11 +24,8 @@ struct rdpm_nic {
 	unsigned int queues;		/* RX queues of the device */
 	unsigned int first;		/* first reserved queue */
 	uint32_t rss_ctx;
-	bool orig_header_split, orig_ntuple;
 	unsigned int rules[RDPM_MAX_QUEUES];	/* per reserved queue */
 	bool bound[RDPM_MAX_QUEUES];
-	uint32_t *owned;		/* rule locations, for the state file */
-	unsigned int nowned, capowned;
 };
 
 /*

@@ -132,6 +132,28 @@ after=$(snapshot)
 check "... puts rings, channels, features, RSS and rules back exactly" test "$before" = "$after"
 [ "$before" = "$after" ] || diff <(echo "$before") <(echo "$after")
 
+# With the channel count changed too: show reports the queues really
+# reserved, the state file lists each change, teardown puts all back.
+out=$(b $devmem nic setup dtb --queues 4 --reserve 1 2>&1)
+check "nic setup --queues 4 --reserve 1" test $? = 0
+echo "$out"
+json=$(b $devmem nic show dtb --json)
+check "... show reports queue 3 of 4 reserved" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+assert d['queues'] == 4 and d['reserved'] == [3, 3], d
+" "$json"
+check "... the state file records the channel count to restore" \
+	grep -q "^channels 8$" /run/devmem/dtb.state
+check "nic teardown" b $devmem nic teardown dtb
+check "... 8 queues and everything else back" test "$before" = "$(snapshot)"
+out=$(b $devmem nic setup dtb --reserve 8 2>&1)
+check "reserving every queue is refused" test $? = 1
+echo "$out"
+check "... saying how many may be" grep -q "reserve 1 to 7" <<< "$out"
+check "... the NIC untouched, no state file" \
+	eval 'test "$before" = "$(snapshot)" && ! test -e /run/devmem/dtb.state'
+
 # Header split off: binding fails and says what to change.
 out=$(b $devmem rx --iface dtb --queue 3 --port 5007 2>&1)
 check "rx on a queue without header split fails" test $? = 1

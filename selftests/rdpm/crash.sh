@@ -18,7 +18,7 @@ kill -KILL $RDPMD_PID
 wait $RDPMD_PID 2> /dev/null
 check "rdpmd SIGKILLed: the binding went with its socket" within_1s no_bindings
 check "... the rule stays behind (stale)" test "$(rules)" = 1
-check "... the state file lists it" grep -q "^rule " /tmp/rdpm/state/dtb.state
+check "... the state file lists it" grep -q "^rule_del " /tmp/rdpm/state/dtb.state
 wait $ph 2> /dev/null
 check "a restarted rdpmd starts" start_rdpmd
 check "... after removing the stale rule" grep -q "recovery removed 1 stale rule" $RDPM_LOG

@@ -177,6 +177,44 @@ int devmem_nic_flow_add(struct devmem_nic *nic, const struct devmem_flow *flow,
 			const struct devmem_flow_target *target, uint32_t *rule);
 int devmem_nic_flow_del(struct devmem_nic *nic, uint32_t rule);
 
+/*
+ * Queues reserved for devmem: header split on (hds-thresh 0), ntuple on, the
+ * main RSS table over the other queues and an RSS context over the reserved
+ * ones, so that only flows steered there land in a dma-buf.
+ */
+struct devmem_reservation {
+	int ifindex;
+	unsigned int queues;		/* RX queues while reserved */
+	unsigned int first, count;	/* the reserved queues: [first, first + count) */
+	uint32_t rss_ctx;		/* the RSS context over them */
+};
+
+/* Where `devmem nic setup` keeps its state files, IFNAME.state. */
+#define DEVMEM_STATE_DIR	"/run/devmem"
+
+/*
+ * Reserves the last @count RX queues of @nic (with @queues non-zero, after
+ * setting that many channels). With @state, a path, every change made
+ * through @nic from then on (flow rules too) is also written to that file
+ * before it takes effect, so that devmem_nic_release() can undo it from
+ * another process, or after the owner crashed; -EEXIST when the file exists.
+ * A failure undoes the changes made through @nic.
+ */
+int devmem_nic_reserve(struct devmem_nic *nic, unsigned int queues, unsigned int count,
+		       const char *state, struct devmem_reservation *out);
+/* The reservation that state file @state records; -ENOENT when none. */
+int devmem_nic_reservation(const char *state, struct devmem_reservation *out);
+/*
+ * Undoes a reservation and every change recorded with it, newest first (flow
+ * rules, the RSS context, the RSS table, ntuple, header split, channels),
+ * and removes @state. @nic is the handle that reserved, or any handle of the
+ * same device (the changes are then read from @state; a state file of an
+ * earlier device with another ifindex is removed with -ESTALE). What could
+ * not be undone stays in @state for a later call. Returns the number of
+ * flow rules deleted.
+ */
+int devmem_nic_release(struct devmem_nic *nic, const char *state);
+
 /* Kernel state, for tools: queues of the device as netdev netlink shows them. */
 struct devmem_queue_info {
 	unsigned int id;

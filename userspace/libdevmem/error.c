@@ -12,12 +12,15 @@ DEVMEM_EXPORT const char *devmem_last_error(void)
 	return last_error[0] ? last_error : "no error";
 }
 
+/* Through a copy: the arguments may include devmem_last_error() itself. */
 static void record(int err, bool with_errno, const char *fmt, va_list ap)
 {
-	int n = vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	char msg[sizeof(last_error)];
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 
-	if (with_errno && n >= 0 && (size_t)n < sizeof(last_error))
-		snprintf(last_error + n, sizeof(last_error) - n, ": %s", strerror(-err));
+	if (with_errno && n >= 0 && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(-err));
+	memcpy(last_error, msg, sizeof(msg));
 }
 
 int devmem_fail(int err, const char *fmt, ...)

@@ -167,10 +167,14 @@ struct devmem_undo {
 struct devmem_undo_log {
 	struct devmem_undo *v;
 	size_t n, cap;
+	struct devmem_journal *journal;	/* its state file (reserve.c), or NULL */
 };
 
-/* Appends @u (taking its rss.indir); -ENOMEM frees it. */
+/* Appends @u (taking its rss.indir) and writes the journal; on failure
+ * frees it and returns -ENOMEM or the journal's error, with a message. */
 int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u);
+/* Drops the newest entry (a change that did not happen after all). */
+void devmem_undo_pop(struct devmem_undo_log *log);
 /* Drops the newest entry of @kind for context/rule @id; true if found. */
 bool devmem_undo_forget(struct devmem_undo_log *log, enum devmem_undo_kind kind, uint32_t id);
 /* Applies every entry, newest first, through @apply; continues past errors
@@ -178,6 +182,23 @@ bool devmem_undo_forget(struct devmem_undo_log *log, enum devmem_undo_kind kind,
 int devmem_undo_run(struct devmem_undo_log *log,
 		    int (*apply)(void *ctx, const struct devmem_undo *u), void *ctx);
 void devmem_undo_free(struct devmem_undo_log *log);
+
+/*
+ * reserve.c: a log mirrored to a state file, rewritten (write + rename)
+ * whenever the log changes, so another process can undo it. 0 when the
+ * log has no journal.
+ */
+int devmem_journal_sync(const struct devmem_undo_log *log);
+/* Starts mirroring @log to @path, which must not exist yet. */
+int devmem_journal_attach(struct devmem_undo_log *log, const char *path,
+			  const struct devmem_reservation *resv);
+/* Reads state file @path: its reservation and its log (no journal). */
+int devmem_journal_read(const char *path, struct devmem_reservation *resv,
+			struct devmem_undo_log *log);
+/* Applies @log to @nic, newest first, as devmem_nic_restore() does (nic.c). */
+int devmem_nic_undo(struct devmem_nic *nic, struct devmem_undo_log *log);
+/* The log of @nic's changes, to attach a journal to. */
+struct devmem_undo_log *devmem_nic_log(struct devmem_nic *nic);
 
 /*
  * Builds the ntuple rule for @flow and @target on @ifname (for messages):

@@ -35,8 +35,16 @@ struct devmem_nic {
 
 /* ---------------------------------------------------------------- undo log */
 
+static void undo_drop(struct devmem_undo *u)
+{
+	if (u->kind == DEVMEM_UNDO_RSS || u->kind == DEVMEM_UNDO_CTX_ADD)
+		free(u->rss.indir);
+}
+
 int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u)
 {
+	int err;
+
 	if (log->n == log->cap) {
 		size_t cap = log->cap ? log->cap * 2 : 8;
 		struct devmem_undo *v = realloc(log->v, cap * sizeof(*v));
@@ -44,19 +52,23 @@ int devmem_undo_push(struct devmem_undo_log *log, const struct devmem_undo *u)
 		if (!v) {
 			if (u->kind == DEVMEM_UNDO_RSS || u->kind == DEVMEM_UNDO_CTX_ADD)
 				free(u->rss.indir);
-			return -ENOMEM;
+			return devmem_fail(-ENOMEM, "no memory for the undo log");
 		}
 		log->v = v;
 		log->cap = cap;
 	}
 	log->v[log->n++] = *u;
-	return 0;
+	err = devmem_journal_sync(log);
+	if (err)
+		undo_drop(&log->v[--log->n]);
+	return err;
 }
 
-static void undo_drop(struct devmem_undo *u)
+void devmem_undo_pop(struct devmem_undo_log *log)
 {
-	if (u->kind == DEVMEM_UNDO_RSS || u->kind == DEVMEM_UNDO_CTX_ADD)
-		free(u->rss.indir);
+	undo_drop(&log->v[--log->n]);
+	/* Best effort: an entry too many only restores a value twice. */
+	devmem_journal_sync(log);
 }
 
 bool devmem_undo_forget(struct devmem_undo_log *log, enum devmem_undo_kind kind, uint32_t id)
@@ -74,6 +86,7 @@ bool devmem_undo_forget(struct devmem_undo_log *log, enum devmem_undo_kind kind,
 			undo_drop(u);
 			memmove(u, u + 1, (log->n - i - 1) * sizeof(*u));
 			log->n--;
+			devmem_journal_sync(log);
 			return true;
 		}
 	}
@@ -104,6 +117,7 @@ int devmem_undo_run(struct devmem_undo_log *log,
 			undo_drop(&log->v[i]);
 	}
 	log->n = kept;
+	devmem_journal_sync(log);
 	/* Report the first failure, not whatever later steps recorded. */
 	if (first)
 		devmem_fail(first, "%s", first_msg);
@@ -117,6 +131,9 @@ void devmem_undo_free(struct devmem_undo_log *log)
 	free(log->v);
 	log->v = NULL;
 	log->cap = 0;
+	/* The state file stays as it is: it lists what is still changed. */
+	free(log->journal);
+	log->journal = NULL;
 }
 
 /* -------------------------------------------------------------- flow specs */
@@ -679,15 +696,16 @@ DEVMEM_EXPORT int devmem_nic_set_header_split(struct devmem_nic *nic, bool on)
 	u.rings.data_split = r.split;
 	u.rings.hds_thresh = r.thresh;
 	u.rings.has_thresh = r.has_thresh;
-	if (devmem_undo_push(&nic->undo, &u))
-		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err)
+		return err;
 	snprintf(what, sizeof(what), "%s: rings-set tcp-data-split %s hds-thresh %u "
 		 "(ethtool -G %s tcp-data-split %s hds-thresh %u)", nic->name, on ? "on" : "off",
 		 thresh, nic->name, on ? "on" : "off", thresh);
 	err = rings_set(nic, on ? DM_ETHTOOL_TCP_DATA_SPLIT_ENABLED :
 			DM_ETHTOOL_TCP_DATA_SPLIT_DISABLED, r.has_thresh, thresh, what);
 	if (err) {
-		nic->undo.n--;
+		devmem_undo_pop(&nic->undo);
 		if (!on && strstr(devmem_nl_ext(nic->nl)->msg, "memory provider"))
 			devmem_fail(err, "%s: cannot turn header split off while a dma-buf or "
 				    "io_uring zcrx is bound to one of its queues: unbind first (%s)",
@@ -729,13 +747,14 @@ DEVMEM_EXPORT int devmem_nic_set_queues(struct devmem_nic *nic, unsigned int cou
 	if (count == c.combined)
 		return 0;
 	u.channels = c.combined;
-	if (devmem_undo_push(&nic->undo, &u))
-		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err)
+		return err;
 	snprintf(what, sizeof(what), "%s: set %u queues (ethtool -L %s combined %u)",
 		 nic->name, count, nic->name, count);
 	err = channels_set(nic, count, what);
 	if (err)
-		nic->undo.n--;
+		devmem_undo_pop(&nic->undo);
 	return err;
 }
 
@@ -777,8 +796,9 @@ DEVMEM_EXPORT int devmem_nic_set_ntuple(struct devmem_nic *nic, bool on)
 				   "(rx-ntuple-filter) %s (ethtool -k %s shows it [fixed])", nic->name, on ? "on" : "off",
 				   nic->name);
 	u.ntuple = ft.active;
-	if (devmem_undo_push(&nic->undo, &u))
-		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err)
+		return err;
 	snprintf(what, sizeof(what), "%s: features-set rx-ntuple-filter %s (ethtool -K %s ntuple %s)",
 		 nic->name, on ? "on" : "off", nic->name, on ? "on" : "off");
 	err = ntuple_set(nic, on, what);
@@ -789,7 +809,7 @@ DEVMEM_EXPORT int devmem_nic_set_ntuple(struct devmem_nic *nic, bool on)
 		err = devmem_fail(-EIO, "%s: the kernel accepted ntuple-filters %s but kept it %s",
 				  nic->name, on ? "on" : "off", ft.active ? "on" : "off");
 	if (err && ntuple_get(nic, &ft) == 0 && ft.active == u.ntuple)
-		nic->undo.n--;
+		devmem_undo_pop(&nic->undo);
 	return err;
 }
 
@@ -876,9 +896,10 @@ DEVMEM_EXPORT int devmem_nic_rss_spread(struct devmem_nic *nic, unsigned int fir
 		u.rss.reset &= r.indir[i] == i % n;
 	u.rss.indir = r.indir;
 	u.rss.size = r.size;
-	if (devmem_undo_push(&nic->undo, &u)) {
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err) {
 		free(t);
-		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
+		return err;
 	}
 	snprintf(what, sizeof(what), "%s: rss-set spreading over queues %u..%u "
 		 "(ethtool -X %s start %u equal %u)", nic->name, first, first + count - 1,
@@ -886,7 +907,7 @@ DEVMEM_EXPORT int devmem_nic_rss_spread(struct devmem_nic *nic, unsigned int fir
 	err = rss_set(nic, t, r.size, what);
 	free(t);
 	if (err)
-		undo_drop(&nic->undo.v[--nic->undo.n]);
+		devmem_undo_pop(&nic->undo);
 	return err;
 }
 
@@ -974,10 +995,12 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_add(struct devmem_nic *nic, unsigned int fi
 		return devmem_fail(-EPROTO, "%s: rss-create-act replied without a context id",
 				   nic->name);
 	u.ctx = id;
-	if (devmem_undo_push(&nic->undo, &u)) {
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err) {
 		snprintf(what, sizeof(what), "%s: delete context %u", nic->name, id);
 		ctx_delete(nic, id, what);
-		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
+		return devmem_fail(err, "%s: RSS context %u removed again: %s", nic->name, id,
+				   devmem_last_error());
 	}
 	*ctx = id;
 	return 0;
@@ -1027,9 +1050,10 @@ DEVMEM_EXPORT int devmem_nic_rss_ctx_del(struct devmem_nic *nic, uint32_t ctx)
 	u.rss.indir = r.indir;
 	u.rss.size = r.size;
 	u.rss.ctx = ctx;
-	if (devmem_undo_push(&nic->undo, &u))
-		return devmem_fail(-ENOMEM, "%s: context %u deleted, but no memory to restore it "
-				   "later", nic->name, ctx);
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err)
+		return devmem_fail(err, "%s: context %u deleted, but it cannot be restored later: %s",
+				   nic->name, ctx, devmem_last_error());
 	return 0;
 }
 
@@ -1153,9 +1177,11 @@ DEVMEM_EXPORT int devmem_nic_flow_add(struct devmem_nic *nic, const struct devme
 					 rss_ctx ? "RSS context" : "queue",
 					 rss_ctx ? rss_ctx : target->queue);
 	u.rule = fs.location;
-	if (devmem_undo_push(&nic->undo, &u)) {
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err) {
 		rule_delete(nic, fs.location);
-		return devmem_fail(-ENOMEM, "%s: no memory for the undo log", nic->name);
+		return devmem_fail(err, "%s: flow rule %u removed again: %s", nic->name,
+				   fs.location, devmem_last_error());
 	}
 	*rule = fs.location;
 	return 0;
@@ -1187,9 +1213,10 @@ DEVMEM_EXPORT int devmem_nic_flow_del(struct devmem_nic *nic, uint32_t rule)
 		return 0;
 	u.add.fs = get.fs;
 	u.add.rss_ctx = get.rss_context;
-	if (devmem_undo_push(&nic->undo, &u))
-		return devmem_fail(-ENOMEM, "%s: rule %u deleted, but no memory to restore it later",
-				   nic->name, rule);
+	err = devmem_undo_push(&nic->undo, &u);
+	if (err)
+		return devmem_fail(err, "%s: rule %u deleted, but it cannot be restored later: %s",
+				   nic->name, rule, devmem_last_error());
 	return 0;
 }
 
@@ -1265,6 +1292,16 @@ DEVMEM_EXPORT int devmem_nic_restore(struct devmem_nic *nic)
 	if (!nic)
 		return devmem_fail(-EINVAL, "devmem_nic_restore: nic is NULL");
 	return devmem_undo_run(&nic->undo, undo_apply, nic);
+}
+
+int devmem_nic_undo(struct devmem_nic *nic, struct devmem_undo_log *log)
+{
+	return devmem_undo_run(log, undo_apply, nic);
+}
+
+struct devmem_undo_log *devmem_nic_log(struct devmem_nic *nic)
+{
+	return &nic->undo;
 }
 
 /* ------------------------------------------------------- queues and stats */

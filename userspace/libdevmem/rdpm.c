@@ -237,7 +237,7 @@ static int local_register(struct rdpm_client *c, const char *ifname, struct devm
 			  unsigned int nq, struct rdpm_buffer *out)
 {
 	struct local_binding *lb = NULL;
-	struct devmem_nic_state st;
+	struct devmem_reservation r;
 	int err, i;
 
 	for (i = 0; i < LOCAL_MAX && !lb; i++)
@@ -249,19 +249,11 @@ static int local_register(struct rdpm_client *c, const char *ifname, struct devm
 	if (err)
 		return err;
 	nq = nq ? nq : 1;
-	err = devmem_nic_state(lb->nic, &st);
-	if (!err && nq >= st.rx_queues)
-		err = devmem_fail(-ERANGE, "%s: %u queues for devmem leave none of its %u for "
-				  "other traffic", ifname, nq, st.rx_queues);
-	/* The last @nq queues, kept out of RSS, as rdpmd would reserve them. */
-	if (!err)
-		err = devmem_nic_set_header_split(lb->nic, true);
-	if (!err)
-		err = devmem_nic_set_ntuple(lb->nic, true);
-	if (!err)
-		err = devmem_nic_rss_spread(lb->nic, 0, st.rx_queues - nq);
-	for (unsigned int q = 0; q < nq; q++)
-		lb->q[q] = st.rx_queues - nq + q;
+	/* The last @nq queues, as rdpmd reserves them; no state file: the
+	 * handle's restore at rdpm_close() undoes it. */
+	err = devmem_nic_reserve(lb->nic, 0, nq, NULL, &r);
+	for (unsigned int q = 0; !err && q < nq; q++)
+		lb->q[q] = r.first + q;
 	lb->nq = nq;
 	if (!err)
 		err = devmem_bind_rx(&lb->b, lb->nic, mem, lb->q, nq);

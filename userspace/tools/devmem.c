@@ -33,7 +33,6 @@
 
 #define EXIT_USAGE	2
 #define EXIT_MISMATCH	3
-#define STATE_DIR	"/run/devmem"
 
 static const char *prog = "devmem";
 
@@ -212,68 +211,9 @@ static double progress_end(struct progress *p)
 
 /* -------------------------------------------------------------------- nic */
 
-/* What "nic setup" changed, so that "nic teardown" (another process) can undo it. */
-struct nic_saved {
-	unsigned int queues;
-	bool header_split;
-	bool ntuple;
-	uint32_t rss_ctx;
-	unsigned int reserve;
-};
-
 static void state_path(char *buf, size_t len, const char *ifname)
 {
-	snprintf(buf, len, STATE_DIR "/%s.state", ifname);
-}
-
-static void state_save(const char *ifname, const struct nic_saved *s)
-{
-	char path[256];
-	FILE *f;
-
-	if (mkdir(STATE_DIR, 0755) && errno != EEXIST)
-		die("%s: %s", STATE_DIR, strerror(errno));
-	state_path(path, sizeof(path), ifname);
-	f = fopen(path, "w");
-	if (!f)
-		die("%s: %s", path, strerror(errno));
-	fprintf(f, "queues %u\nheader_split %d\nntuple %d\nrss_ctx %u\nreserve %u\n",
-		s->queues, s->header_split, s->ntuple, s->rss_ctx, s->reserve);
-	if (fclose(f))
-		die("%s: %s", path, strerror(errno));
-}
-
-static int state_load(const char *ifname, struct nic_saved *s)
-{
-	char path[256];
-	int hs, nt, n;
-	FILE *f;
-
-	state_path(path, sizeof(path), ifname);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	n = fscanf(f, "queues %u\nheader_split %d\nntuple %d\nrss_ctx %u\nreserve %u\n",
-		   &s->queues, &hs, &nt, &s->rss_ctx, &s->reserve);
-	fclose(f);
-	if (n != 5)
-		die("%s: not a state file written by 'devmem nic setup'", path);
-	s->header_split = hs;
-	s->ntuple = nt;
-	return 0;
-}
-
-/* A failed set-up step undoes the steps before it. */
-static void setup_step(struct devmem_nic *nic, int ret)
-{
-	if (ret >= 0)
-		return;
-	fprintf(stderr, "%s: %s: %s\n", prog, devmem_nic_name(nic), devmem_last_error());
-	if (devmem_nic_restore(nic) < 0)
-		fprintf(stderr, "%s: undoing the set-up failed too: %s\n", prog,
-			devmem_last_error());
-	devmem_nic_close(nic, false);
-	exit(1);
+	snprintf(buf, len, DEVMEM_STATE_DIR "/%s.state", ifname);
 }
 
 static int cmd_nic_setup(const char *ifname, int argc, char **argv)
@@ -284,9 +224,9 @@ static int cmd_nic_setup(const char *ifname, int argc, char **argv)
 		{ 0 }
 	};
 	unsigned int queues = 0, reserve = 1;
-	struct devmem_nic_state st;
-	struct nic_saved saved;
+	struct devmem_reservation r;
 	struct devmem_nic *nic;
+	char path[256];
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -298,37 +238,24 @@ static int cmd_nic_setup(const char *ifname, int argc, char **argv)
 	}
 	if (optind != argc)
 		usage();
-	if (!state_load(ifname, &saved))
-		die("%s is already set up (" STATE_DIR "/%s.state): run 'devmem nic teardown %s' "
-		    "first", ifname, ifname, ifname);
-
+	state_path(path, sizeof(path), ifname);
+	if (!devmem_nic_reservation(path, &r))
+		die("%s is already set up (%s): run 'devmem nic teardown %s' first", ifname, path,
+		    ifname);
 	check(devmem_nic_open(&nic, ifname), NULL);
-	check(devmem_nic_state(nic, &st), NULL);
-	saved = (struct nic_saved){ .queues = st.rx_queues, .header_split = st.header_split,
-				    .ntuple = st.ntuple, .reserve = reserve };
-	if (!queues)
-		queues = st.rx_queues;
-	if (!reserve || reserve >= queues)
-		die("%s: --reserve %u: reserve 1 to %u of the %u queues, so that others carry "
-		    "the rest of the traffic", ifname, reserve, queues - 1, queues);
-	if (queues != st.rx_queues)
-		setup_step(nic, devmem_nic_set_queues(nic, queues));
-	setup_step(nic, devmem_nic_set_header_split(nic, true));
-	setup_step(nic, devmem_nic_set_ntuple(nic, true));
-	setup_step(nic, devmem_nic_rss_spread(nic, 0, queues - reserve));
-	setup_step(nic, devmem_nic_rss_ctx_add(nic, queues - reserve, reserve, &saved.rss_ctx));
-	state_save(ifname, &saved);
+	check(devmem_nic_reserve(nic, queues, reserve, path, &r), NULL);
 	/* The changes stay: teardown undoes them from the state file. */
 	devmem_nic_close(nic, false);
 	printf("%s: header split on (hds-thresh 0), ntuple on, RSS over queues 0-%u, "
-	       "queues %u-%u reserved for devmem (RSS context %u)\n", ifname,
-	       queues - reserve - 1, queues - reserve, queues - 1, saved.rss_ctx);
+	       "queues %u-%u reserved for devmem (RSS context %u)\n", ifname, r.first - 1,
+	       r.first, r.queues - 1, r.rss_ctx);
 	return 0;
 }
 
 static int cmd_nic_teardown(const char *ifname, int argc, char **argv)
 {
-	struct nic_saved saved;
+	struct devmem_nic_state st;
+	struct devmem_reservation r;
 	struct devmem_nic *nic;
 	char path[256];
 	int err;
@@ -336,21 +263,17 @@ static int cmd_nic_teardown(const char *ifname, int argc, char **argv)
 	(void)argv;
 	if (argc > 1)
 		usage();
-	err = state_load(ifname, &saved);
-	if (err)
-		die("%s was not set up by 'devmem nic setup' (no " STATE_DIR "/%s.state: %s)",
-		    ifname, ifname, strerror(-err));
-	check(devmem_nic_open(&nic, ifname), NULL);
-	check(devmem_nic_rss_ctx_del(nic, saved.rss_ctx), NULL);
-	check(devmem_nic_rss_spread(nic, 0, saved.queues), NULL);
-	check(devmem_nic_set_queues(nic, saved.queues), NULL);
-	check(devmem_nic_set_ntuple(nic, saved.ntuple), NULL);
-	check(devmem_nic_set_header_split(nic, saved.header_split), NULL);
-	devmem_nic_close(nic, false);
 	state_path(path, sizeof(path), ifname);
-	unlink(path);
-	printf("%s: restored (%u queues, header split %s, ntuple %s)\n", ifname, saved.queues,
-	       saved.header_split ? "on" : "off", saved.ntuple ? "on" : "off");
+	err = devmem_nic_reservation(path, &r);
+	if (err == -ENOENT)
+		die("%s was not set up by 'devmem nic setup' (no %s)", ifname, path);
+	check(err, NULL);
+	check(devmem_nic_open(&nic, ifname), NULL);
+	check(devmem_nic_release(nic, path), NULL);
+	check(devmem_nic_state(nic, &st), NULL);
+	devmem_nic_close(nic, false);
+	printf("%s: restored (%u queues, header split %s, ntuple %s)\n", ifname, st.rx_queues,
+	       st.header_split ? "on" : "off", st.ntuple ? "on" : "off");
 	return 0;
 }
 
@@ -397,7 +320,8 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 	struct devmem_nic_state st;
 	struct devmem_qstats qs;
 	struct devmem_nic *nic;
-	struct nic_saved saved;
+	struct devmem_reservation r;
+	char path[256];
 	int opt, n, json = 0, setup;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -413,7 +337,8 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 	check(n, ifname);
 	if (n > (int)(sizeof(qi) / sizeof(qi[0])))
 		n = sizeof(qi) / sizeof(qi[0]);
-	setup = !state_load(ifname, &saved);
+	state_path(path, sizeof(path), ifname);
+	setup = !devmem_nic_reservation(path, &r);
 
 	if (json) {
 		printf("{\"ifname\": \"%s\", \"ifindex\": %d, \"queues\": %u, \"max_queues\": %u, "
@@ -422,8 +347,8 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		       st.max_queues, st.header_split ? "true" : "false", st.hds_thresh,
 		       st.ntuple ? "true" : "false", setup ? "true" : "false");
 		if (setup)
-			printf(", \"reserved\": [%u, %u], \"rss_ctx\": %u",
-			       saved.queues - saved.reserve, saved.queues - 1, saved.rss_ctx);
+			printf(", \"reserved\": [%u, %u], \"rss_ctx\": %u", r.first,
+			       r.first + r.count - 1, r.rss_ctx);
 		printf(", \"rx_queues\": [");
 	} else {
 		printf("%s (ifindex %d): %u of %u queues, header split %s, hds-thresh %u, "
@@ -431,8 +356,8 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		       st.max_queues, st.header_split ? "on" : "off", st.hds_thresh,
 		       st.ntuple ? "on" : "off");
 		if (setup)
-			printf("devmem: queues %u-%u reserved (RSS context %u)\n",
-			       saved.queues - saved.reserve, saved.queues - 1, saved.rss_ctx);
+			printf("devmem: queues %u-%u reserved (RSS context %u)\n", r.first,
+			       r.first + r.count - 1, r.rss_ctx);
 		printf("%-6s %-8s %-10s %-14s %-14s %s\n", "queue", "napi", "memory", "rx packets",
 		       "rx bytes", "alloc fail");
 	}
