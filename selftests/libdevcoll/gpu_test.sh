@@ -15,4 +15,4 @@ make -s t_cuda || exit 1
 nvidia-smi -i 0 --query-gpu=name,driver_version --format=csv,noheader
 # The CUDA driver maps memory where ASan's shadow gap would be.
 export ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0
-DEVCOLL_LIBCUDA=libcuda.so.1 ./t_cuda
+DEVMEM_LIBCUDA=libcuda.so.1 ./t_cuda

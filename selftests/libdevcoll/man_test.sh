@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/man3" "$tmp/man1"
 cp "$src"/*.3 "$tmp/man3/"
-cp "$src/../perf/devcoll-perf.1" "$tmp/man1/"
+cp "$src/../../tools/devcoll-perf/devcoll-perf.1" "$tmp/man1/"
 cd "$tmp" || exit 1
 fails=0 n=0
 for page in man3/*.3 man1/*.1; do

@@ -7,9 +7,9 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 make -s -C "$top/userspace" >/dev/null || exit 1
-perf=$top/userspace/libdevcoll/perf/devcoll-perf
+perf=$top/userspace/tools/devcoll-perf/devcoll-perf
 for b in devcoll-perf-mpi devcoll-perf-gloo; do
-	[ -x "$top/userspace/libdevcoll/perf/$b" ] ||
+	[ -x "$top/userspace/tools/devcoll-perf/$b" ] ||
 		{ echo "FAIL: no $b (openmpi and libgloo-dev, see selftests/vm/provision)"; exit 1; }
 done
 colls="allreduce allgather reduce_scatter alltoall broadcast reduce gather scatter sendrecv"
@@ -78,7 +78,7 @@ rc=$?
 if ! nvidia-smi -L > /dev/null 2>&1; then
 	out=$(timeout 60 "$perf" --np 2 --gpu -b 64 -e 64 2>&1)
 	rc=$?
-	[ $rc != 0 ] && grep -q "CUDA: libcuda.so.1: cannot open" <<< "$out" &&
+	[ $rc != 0 ] && grep -q "CUDA: libcuda.so.1 not found" <<< "$out" &&
 		echo "ok: --gpu without a GPU exits $rc naming libcuda" ||
 		fail "--gpu without a GPU exited $rc: $out"
 fi

@@ -11,30 +11,22 @@
  * CUDA's driver API is loaded at run time: DEVCOLL_CUDA=auto (default)
  * recognises device pointers when the process had loaded libcuda.so.1 by
  * devcoll_comm_init() (a program that has not cannot hold any), on loads it
- * there, off never looks. DEVCOLL_LIBCUDA names another library (tests).
+ * there, off never looks. libdevmem loads it (DEVMEM_LIBCUDA names another
+ * library, for tests).
  * Copies are synchronous (cuMemcpy), so they follow the work queued on the
  * legacy default stream; work on other streams must be synchronised first.
  * The host copies are pinned (page-locked) buffers a communicator keeps
  * for reuse: copies to and from them run at the bus's speed, and a reused
  * one costs no page faults.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cuda_api.h"
+#include "devmem.h"
 #include "internal.h"
-
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-
-#define CU_POINTER_ATTRIBUTE_CONTEXT		1
-#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE	2
-#define CU_POINTER_ATTRIBUTE_IS_MANAGED		8
-#define CU_MEMORYTYPE_DEVICE			2
-#define CU_MEMHOSTALLOC_PORTABLE		1
 
 /* Pinned buffers a communicator keeps; more at once are plain memory. */
 #define POOL_BUFS 8
@@ -50,67 +42,19 @@ struct dc_cuda_pool {
 	} b[POOL_BUFS];
 };
 
-static struct {
-	CUresult (*get_attr)(void *data, int attr, CUdeviceptr ptr);
-	CUresult (*push)(CUcontext ctx);
-	CUresult (*pop)(CUcontext *ctx);
-	CUresult (*dtoh)(void *dst, CUdeviceptr src, size_t len);
-	CUresult (*htod)(CUdeviceptr dst, const void *src, size_t len);
-	CUresult (*err_name)(CUresult err, const char **name);
-	CUresult (*host_alloc)(void **p, size_t len, unsigned int flags);
-	CUresult (*host_free)(void *p);
-} cu;
-static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool cu_loaded;
+/* libdevmem's loader; set once, by the first communicator that finds it. */
+static const struct devmem_cuda_api *cu;
 
-static const struct {
-	const char *name;
-	void **fn;
-} cu_syms[] = {
-	{ "cuPointerGetAttribute", (void **)&cu.get_attr },
-	{ "cuCtxPushCurrent_v2", (void **)&cu.push },
-	{ "cuCtxPopCurrent_v2", (void **)&cu.pop },
-	{ "cuMemcpyDtoH_v2", (void **)&cu.dtoh },
-	{ "cuMemcpyHtoD_v2", (void **)&cu.htod },
-	{ "cuGetErrorName", (void **)&cu.err_name },
-	{ "cuMemHostAlloc", (void **)&cu.host_alloc },
-	{ "cuMemFreeHost", (void **)&cu.host_free },
-};
-
-/* Resolves the entry points once; @load: dlopen the library if the
- * process has not. 1: usable, 0: not loaded (auto), <0: error. */
+/* 1: usable, 0: not loaded (auto), <0: error. */
 static int cu_load(bool load)
 {
-	const char *path = getenv("DEVCOLL_LIBCUDA");
-	void *lib;
-	int ret = 1;
+	const struct devmem_cuda_api *api;
+	int ret = devmem_cuda_load(!load, &api);
 
-	if (!path || !*path)
-		path = "libcuda.so.1";
-	pthread_mutex_lock(&cu_lock);
-	if (cu_loaded)
-		goto out;
-	/* NODELETE: libcuda keeps threads and state that must stay mapped */
-	lib = dlopen(path, RTLD_NOW | RTLD_NODELETE | (load ? 0 : RTLD_NOLOAD));
-	if (!lib) {
-		if (load)
-			ret = dc_fail(-ENODEV, "DEVCOLL_CUDA=on: cannot load %s: %s", path,
-				      dlerror());
-		else
-			ret = 0;
-		goto out;
-	}
-	for (size_t i = 0; i < sizeof(cu_syms) / sizeof(cu_syms[0]); i++) {
-		*cu_syms[i].fn = dlsym(lib, cu_syms[i].name);
-		if (!*cu_syms[i].fn) {
-			ret = dc_fail(-ENODEV, "%s has no %s (CUDA driver too old)", path,
-				      cu_syms[i].name);
-			goto out;
-		}
-	}
-	cu_loaded = true;
-out:
-	pthread_mutex_unlock(&cu_lock);
+	if (ret < 0)
+		return dc_fail(ret, "DEVCOLL_CUDA=on: %s", devmem_last_error());
+	if (ret == 1)
+		__atomic_store_n(&cu, api, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -153,12 +97,12 @@ static char *pinned(size_t len, CUcontext ctx)
 	CUcontext prev;
 	void *p = NULL;
 
-	if (ctx && cu.push(ctx))
+	if (ctx && cu->ctx_push(ctx))
 		return NULL;
-	if (cu.host_alloc(&p, len, CU_MEMHOSTALLOC_PORTABLE))
+	if (cu->mem_host_alloc(&p, len, CU_MEMHOSTALLOC_PORTABLE))
 		p = NULL;
 	if (ctx)
-		cu.pop(&prev);
+		cu->ctx_pop(&prev);
 	return p;
 }
 
@@ -166,11 +110,11 @@ static void unpin(char *p, CUcontext ctx)
 {
 	CUcontext prev;
 
-	if (ctx && cu.push(ctx))
+	if (ctx && cu->ctx_push(ctx))
 		return;
-	cu.host_free(p);
+	cu->mem_free_host(p);
 	if (ctx)
-		cu.pop(&prev);
+		cu->ctx_pop(&prev);
 }
 
 /* A host buffer of at least @len bytes for @b: a free one of the pool's,
@@ -240,13 +184,9 @@ void dc_cuda_free(devcoll_comm *c)
 
 static const char *cu_err(CUresult res)
 {
-	static __thread char buf[32];
-	const char *name = NULL;
+	static __thread struct devmem_cuda_errname n;
 
-	if (cu.err_name(res, &name) == 0 && name)
-		return name;
-	snprintf(buf, sizeof(buf), "CUDA error %d", res);
-	return buf;
+	return devmem_cuda_strerror(cu, res, &n);
 }
 
 /* Device memory that the CPU cannot reach: its context in @ctx (NULL when
@@ -256,12 +196,12 @@ static bool on_device(const void *p, CUcontext *ctx)
 	unsigned int type = 0, managed = 0;
 
 	*ctx = NULL;
-	if (!p || cu.get_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) ||
+	if (!p || cu->pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) ||
 	    type != CU_MEMORYTYPE_DEVICE)
 		return false;
-	if (!cu.get_attr(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)p) && managed)
+	if (!cu->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)p) && managed)
 		return false;
-	cu.get_attr(ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)p);
+	cu->pointer_get_attribute(ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)p);
 	return true;
 }
 
@@ -270,15 +210,15 @@ static int copy(const struct dc_stage_buf *b, bool to_device)
 	CUcontext prev;
 	CUresult res;
 
-	if (b->ctx && (res = cu.push(b->ctx)))
+	if (b->ctx && (res = cu->ctx_push(b->ctx)))
 		return dc_fail(-EIO, "CUDA: cannot make the buffer's context current: %s",
 			       cu_err(res));
 	if (to_device)
-		res = cu.htod((CUdeviceptr)b->dev + b->out_off, b->host + b->out_off, b->out_len);
+		res = cu->memcpy_htod((CUdeviceptr)b->dev + b->out_off, b->host + b->out_off, b->out_len);
 	else
-		res = cu.dtoh(b->host, (CUdeviceptr)b->dev, b->len);
+		res = cu->memcpy_dtoh(b->host, (CUdeviceptr)b->dev, b->len);
 	if (b->ctx)
-		cu.pop(&prev);
+		cu->ctx_pop(&prev);
 	if (res)
 		return dc_fail(-EIO, "CUDA: copying %zu bytes %s the GPU: %s",
 			       to_device ? b->out_len : b->len, to_device ? "to" : "from",

@@ -8,14 +8,14 @@
  * with it off, device buffers fail with EFAULT, saying what to set.
  * Against a stand-in libcuda (fake_cuda.so: its device memory is mapped
  * PROT_NONE, so the library touching it other than through CUDA's copies
- * crashes the test) unless DEVCOLL_LIBCUDA names the real one, as
+ * crashes the test) unless DEVMEM_LIBCUDA names the real one, as
  * selftests/libdevcoll/gpu_test.sh does on a GPU host.
  */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
 #include "common.h"
-#include "../perf/gpu.h"
+#include "../../tools/devcoll-perf/gpu.h"
 
 /* The stand-in's counters (NULL with the real libcuda). */
 static int (*fake_pushed)(void);	/* context pushes not popped */
@@ -364,7 +364,7 @@ static int gpu_rank(devcoll_comm *c, void *arg)
 	int r = devcoll_comm_rank(c), W = devcoll_comm_size(c);
 
 	(void)arg;
-	if (gpu_open(lib))
+	if (gpu_open())
 		return 3;
 	reductions(c, r, W);
 	movers(c, r, W);
@@ -386,7 +386,7 @@ static int cuda_off(devcoll_comm *c, void *arg)
 	void *buf;
 
 	(void)arg;
-	if (gpu_open(lib))
+	if (gpu_open())
 		return 3;
 	buf = dev(n, NULL);
 	ret = r == 0 ? devcoll_send(c, buf, n, DEVCOLL_UINT8, 1, 9) :
@@ -414,7 +414,7 @@ static int init_alone(char *msg, size_t len)
 int main(int argc, char **argv)
 {
 	char path[PATH_MAX], exe[PATH_MAX], msg[512];
-	const char *real = getenv("DEVCOLL_LIBCUDA");
+	const char *real = getenv("DEVMEM_LIBCUDA");
 	int status[3], bad = 0, ret;
 	void *handle;
 
@@ -432,12 +432,12 @@ int main(int argc, char **argv)
 	printf("DEVCOLL_CUDA=sometimes: %s\n", msg);
 	bad += ret != -EINVAL || !strstr(msg, "DEVCOLL_CUDA=sometimes: not auto, on or off");
 	setenv("DEVCOLL_CUDA", "on", 1);
-	setenv("DEVCOLL_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+	setenv("DEVMEM_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
 	ret = init_alone(msg, sizeof(msg));
 	printf("DEVCOLL_CUDA=on without the library: %s\n", msg);
-	bad += ret != -ENODEV || !strstr(msg, "cannot load /nonexistent/libcuda.so.1");
+	bad += ret != -ENODEV || !strstr(msg, "/nonexistent/libcuda.so.1 not found");
 
-	setenv("DEVCOLL_LIBCUDA", lib, 1);
+	setenv("DEVMEM_LIBCUDA", lib, 1);
 	/* loaded here, initialised in the ranks: CUDA does not survive fork */
 	handle = dlopen(lib, RTLD_NOW | RTLD_NODELETE);
 	if (!handle) {

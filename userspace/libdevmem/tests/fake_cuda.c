@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A fake libcuda for t_mem (loaded through DEVMEM_LIBCUDA): one device whose
- * "device memory" is host memory, and whose dma-buf export is a memfd. It
- * checks what the real driver checks and the library must get right: a
- * current context for allocations and copies, page-aligned export ranges.
- * cuMemAlloc deliberately returns addresses 256 bytes past a page boundary.
+ * The stand-in libcuda of every test on a host without a GPU (t_mem,
+ * libdevcoll's t_cuda; loaded through DEVMEM_LIBCUDA): one device whose
+ * memory is host memory mapped PROT_NONE, so code touching it other than
+ * through the copies below crashes the test. It checks what the driver
+ * checks and the libraries must get right: a current context (per thread)
+ * for allocations, copies and exports, copies inside an allocation,
+ * page-aligned export ranges. cuMemAlloc returns addresses 256 bytes past a
+ * page boundary, as the driver may; the dma-buf export is a memfd.
  * FAKE_CUDA_NO_DMABUF=1 makes the device unable to export dma-bufs.
  */
 #define _GNU_SOURCE
@@ -20,18 +23,42 @@ typedef struct CUctx_st *CUcontext;
 
 #define OK		0
 #define INVALID_VALUE	1
+#define OUT_OF_MEMORY	2
 #define NOT_INIT	3
 #define INVALID_DEVICE	101
 #define INVALID_CONTEXT	201
+#define OS_ERROR	304
 
-static int inited, retained, live_allocs, exports;
+#define MAX_ALLOCS	64
+#define OFFSET		256
+
+static struct { char *map; size_t len; } allocs[MAX_ALLOCS];
+static int inited, retained, live_allocs, exports, pushed, host_allocs;
 static char the_ctx;
-static __thread CUcontext current;
+static __thread CUcontext current, stack[8];
+static __thread int depth;
 
-/* For the test: what is still held. */
+/* For the tests: what is still held. */
 int fake_cuda_retained(void) { return retained; }
 int fake_cuda_live_allocs(void) { return live_allocs; }
 int fake_cuda_exports(void) { return exports; }
+int fake_cuda_pushed(void) { return pushed; }
+int fake_cuda_host_allocs(void) { return host_allocs; }
+
+static int in_ctx(void)
+{
+	return current == (CUcontext)&the_ctx;
+}
+
+/* The allocation holding [p, p + len), or -1. */
+static int find(CUdeviceptr p, size_t len)
+{
+	for (int i = 0; i < MAX_ALLOCS; i++)
+		if (allocs[i].map && (char *)p >= allocs[i].map &&
+		    (char *)p + len <= allocs[i].map + allocs[i].len)
+			return i;
+	return -1;
+}
 
 CUresult cuInit(unsigned int flags) { inited = !flags; return flags ? INVALID_VALUE : OK; }
 
@@ -45,10 +72,8 @@ CUresult cuDeviceGetCount(int *count)
 
 CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 {
-	if (ordinal != 0)
-		return INVALID_DEVICE;
 	*dev = 0;
-	return OK;
+	return ordinal ? INVALID_DEVICE : OK;
 }
 
 CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice dev)
@@ -81,31 +106,58 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 CUresult cuCtxGetCurrent(CUcontext *ctx) { *ctx = current; return OK; }
 CUresult cuCtxSetCurrent(CUcontext ctx) { current = ctx; return OK; }
 
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	if (depth == 8)
+		return INVALID_VALUE;
+	stack[depth++] = current;
+	current = ctx;
+	pushed++;
+	return OK;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	if (!depth)
+		return INVALID_CONTEXT;
+	*ctx = current;
+	current = stack[--depth];
+	pushed--;
+	return OK;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	char *m;
+	size_t page = sysconf(_SC_PAGESIZE), len = (OFFSET + size + page - 1) / page * page;
 
-	if (current != (CUcontext)&the_ctx)
+	if (!in_ctx())
 		return INVALID_CONTEXT;
-	/* A header before the block remembers the allocation. */
-	m = aligned_alloc(page, page + (256 + size + page - 1) / page * page);
-	if (!m)
-		return 2;
-	memcpy(m + page - sizeof(m), &m, sizeof(m));
-	live_allocs++;
-	*p = (CUdeviceptr)(m + page) + 256;
-	return OK;
+	for (int i = 0; i < MAX_ALLOCS; i++) {
+		if (allocs[i].map)
+			continue;
+		allocs[i].map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (allocs[i].map == MAP_FAILED) {
+			allocs[i].map = NULL;
+			return OUT_OF_MEMORY;
+		}
+		allocs[i].len = len;
+		live_allocs++;
+		*p = (CUdeviceptr)allocs[i].map + OFFSET;
+		return OK;
+	}
+	return OUT_OF_MEMORY;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr p)
 {
-	char *m;
+	int i = find(p, 0);
 
-	if (current != (CUcontext)&the_ctx)
+	if (!in_ctx())
 		return INVALID_CONTEXT;
-	memcpy(&m, (char *)(p - 256) - sizeof(m), sizeof(m));
-	free(m);
+	if (i < 0 || (char *)p != allocs[i].map + OFFSET)
+		return INVALID_VALUE;
+	munmap(allocs[i].map, allocs[i].len);
+	allocs[i].map = NULL;
 	live_allocs--;
 	return OK;
 }
@@ -113,37 +165,88 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size, int type,
 				       unsigned long long flags)
 {
-	long page = sysconf(_SC_PAGESIZE);
+	size_t page = sysconf(_SC_PAGESIZE);
 	int fd;
 
-	if (current != (CUcontext)&the_ctx)
+	if (!in_ctx())
 		return INVALID_CONTEXT;
-	if (type != 1 || flags || (p % page) || (size % page))
+	if (type != 1 || flags || (p % page) || (size % page) || find(p, size) < 0)
 		return INVALID_VALUE;
 	fd = memfd_create("fake-cuda-dmabuf", 0);
 	if (fd < 0 || ftruncate(fd, size))
-		return 304;
+		return OS_ERROR;
 	exports++;
 	memcpy(handle, &fd, sizeof(fd));
 	return OK;
 }
 
+/* Copies through a moment's mapping: a copy past the allocation fails. */
+static CUresult dev_copy(void *dst, const void *src, CUdeviceptr dev, size_t len, int prot)
+{
+	int i = find(dev, len);
+
+	if (!in_ctx())
+		return INVALID_CONTEXT;
+	if (i < 0)
+		return INVALID_VALUE;
+	mprotect(allocs[i].map, allocs[i].len, prot);
+	memcpy(dst, src, len);
+	mprotect(allocs[i].map, allocs[i].len, PROT_NONE);
+	return OK;
+}
+
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len)
 {
-	if (current != (CUcontext)&the_ctx)
-		return INVALID_CONTEXT;
-	memcpy(dst, (void *)src, len);
-	return OK;
+	return dev_copy(dst, (const void *)src, src, len, PROT_READ);
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t len)
 {
-	if (current != (CUcontext)&the_ctx)
+	return dev_copy((void *)dst, src, dst, len, PROT_WRITE);
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t len)
+{
+	char *bounce = malloc(len ? len : 1);
+	CUresult res = bounce ? cuMemcpyDtoH_v2(bounce, src, len) : OUT_OF_MEMORY;
+
+	if (!res)
+		res = cuMemcpyHtoD_v2(dst, bounce, len);
+	free(bounce);
+	return res;
+}
+
+CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+	if (find(p, 1) < 0)
+		return INVALID_VALUE;	/* not CUDA's */
+	switch (attr) {
+	case 1: *(CUcontext *)data = (CUcontext)&the_ctx; return OK;	/* CONTEXT */
+	case 2: *(unsigned int *)data = 2; return OK;		/* MEMORY_TYPE: DEVICE */
+	case 8: *(unsigned int *)data = 0; return OK;		/* IS_MANAGED */
+	}
+	return INVALID_VALUE;
+}
+
+/* Pinned memory: plain memory here, counted. */
+CUresult cuMemHostAlloc(void **p, size_t len, unsigned int flags)
+{
+	(void)flags;
+	if (!in_ctx())
 		return INVALID_CONTEXT;
-	memcpy((void *)dst, src, len);
+	*p = malloc(len);
+	host_allocs += *p != NULL;
+	return *p ? OK : OUT_OF_MEMORY;
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	host_allocs--;
 	return OK;
 }
 
+/* Names two errors only: the libraries name the rest themselves. */
 CUresult cuGetErrorName(CUresult err, const char **name)
 {
 	switch (err) {

@@ -137,7 +137,7 @@ static int worker(int argc, char **argv)
 
 	/* before the communicator, which then recognises device pointers */
 	if (getenv("DEVCOLL_PERF_GPU")) {
-		if (gpu_open(NULL))
+		if (gpu_open())
 			return 1;
 		be.name = "devcoll (GPU buffers)";
 		be.buffers = gpu_buffers;

@@ -1,62 +1,37 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * CUDA device memory for devcoll-perf --gpu and t_cuda, through the driver
- * API loaded at run time: neither builds against CUDA nor needs it.
+ * CUDA device memory for devcoll-perf --gpu and t_cuda, through libdevmem's
+ * CUDA loader: neither builds against CUDA nor needs it.
  */
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "cuda_api.h"
+#include "devmem.h"
 #include "gpu.h"
 
-typedef unsigned long long CUdeviceptr;
+static const struct devmem_cuda_api *cu;
 
-static struct {
-	int (*init)(unsigned int flags);
-	int (*device_get)(int *dev, int ordinal);
-	int (*retain)(void **ctx, int dev);
-	int (*set_current)(void *ctx);
-	int (*alloc)(CUdeviceptr *p, size_t len);
-	int (*free)(CUdeviceptr p);
-	int (*htod)(CUdeviceptr dst, const void *src, size_t len);
-	int (*dtoh)(void *dst, CUdeviceptr src, size_t len);
-	int (*dtod)(CUdeviceptr dst, CUdeviceptr src, size_t len);
-} cu;
-
-int gpu_open(const char *path)
+int gpu_open(void)
 {
-	const struct { const char *name; void **fn; } syms[] = {
-		{ "cuInit", (void **)&cu.init },
-		{ "cuDeviceGet", (void **)&cu.device_get },
-		{ "cuDevicePrimaryCtxRetain", (void **)&cu.retain },
-		{ "cuCtxSetCurrent", (void **)&cu.set_current },
-		{ "cuMemAlloc_v2", (void **)&cu.alloc },
-		{ "cuMemFree_v2", (void **)&cu.free },
-		{ "cuMemcpyHtoD_v2", (void **)&cu.htod },
-		{ "cuMemcpyDtoH_v2", (void **)&cu.dtoh },
-		{ "cuMemcpyDtoD_v2", (void **)&cu.dtod },
-	};
-	void *lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NODELETE);
-	void *ctx;
-	int dev, res;
+	struct devmem_cuda_errname n;
+	CUcontext ctx;
+	CUdevice dev;
+	CUresult res;
 
-	if (!lib) {
-		fprintf(stderr, "CUDA: %s (no NVIDIA driver?)\n", dlerror());
+	if (devmem_cuda_load(false, &cu) < 0) {
+		fprintf(stderr, "CUDA: %s\n", devmem_last_error());
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
-		if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
-			fprintf(stderr, "CUDA: libcuda has no %s\n", syms[i].name);
-			return -1;
-		}
-	res = cu.init(0);
+	res = cu->init(0);
 	if (!res)
-		res = cu.device_get(&dev, 0);
+		res = cu->device_get(&dev, 0);
 	if (!res)
-		res = cu.retain(&ctx, dev);
+		res = cu->primary_ctx_retain(&ctx, dev);
 	if (!res)
-		res = cu.set_current(ctx);
+		res = cu->ctx_set_current(ctx);
 	if (res) {
-		fprintf(stderr, "CUDA: no context on CUDA device 0 (error %d)\n", res);
+		fprintf(stderr, "CUDA: no context on CUDA device 0: %s\n",
+			devmem_cuda_strerror(cu, res, &n));
 		return -1;
 	}
 	return 0;
@@ -64,11 +39,13 @@ int gpu_open(const char *path)
 
 void *gpu_alloc(size_t len)
 {
+	struct devmem_cuda_errname n;
 	CUdeviceptr p;
-	int res = cu.alloc(&p, len);
+	CUresult res = cu->mem_alloc(&p, len);
 
 	if (res) {
-		fprintf(stderr, "CUDA: cuMemAlloc of %zu bytes: error %d\n", len, res);
+		fprintf(stderr, "CUDA: cuMemAlloc of %zu bytes: %s\n", len,
+			devmem_cuda_strerror(cu, res, &n));
 		return NULL;
 	}
 	return (void *)(uintptr_t)p;
@@ -77,16 +54,19 @@ void *gpu_alloc(size_t len)
 void gpu_free(void *p)
 {
 	if (p)
-		cu.free((CUdeviceptr)(uintptr_t)p);
+		cu->mem_free((CUdeviceptr)(uintptr_t)p);
 }
 
 int gpu_copy(void *dst, const void *src, size_t len, enum gpu_dir dir)
 {
 	CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, s = (CUdeviceptr)(uintptr_t)src;
-	int res = dir == GPU_TO_DEVICE ? cu.htod(d, src, len) :
-		  dir == GPU_TO_HOST ? cu.dtoh(dst, s, len) : cu.dtod(d, s, len);
+	struct devmem_cuda_errname n;
+	CUresult res = dir == GPU_TO_DEVICE ? cu->memcpy_htod(d, src, len) :
+		       dir == GPU_TO_HOST ? cu->memcpy_dtoh(dst, s, len) :
+		       cu->memcpy_dtod(d, s, len);
 
 	if (res)
-		fprintf(stderr, "CUDA: copying %zu bytes: CUDA error %d\n", len, res);
+		fprintf(stderr, "CUDA: copying %zu bytes: %s\n", len,
+			devmem_cuda_strerror(cu, res, &n));
 	return res ? -1 : 0;
 }

@@ -7,9 +7,9 @@
 
 enum gpu_dir { GPU_TO_DEVICE, GPU_TO_HOST, GPU_ON_DEVICE };
 
-/* Loads @path (NULL: libcuda.so.1) and makes device 0's primary context
- * current; 0, or -1 after saying why on stderr. */
-int gpu_open(const char *path);
+/* Loads libcuda (DEVMEM_LIBCUDA: another library) and makes device 0's
+ * primary context current; 0, or -1 after saying why on stderr. */
+int gpu_open(void);
 /* @len bytes of device memory, or NULL after saying why. */
 void *gpu_alloc(size_t len);
 void gpu_free(void *p);
