@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <rdpm/rdpm_proto.h>
+#include "rdpm_proto.h"
 
 struct rdpm_msg {
 	struct rdpm_hdr hdr;		/* zero unless a whole header arrived */

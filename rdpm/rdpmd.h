@@ -8,7 +8,7 @@
 #include <syslog.h>
 
 #include <devmem.h>
-#include <rdpm/rdpm_proto.h>
+#include "rdpm_proto.h"
 #include "config.h"
 
 /* One line per event on stderr, "<N>" priority first: journald reads it. */

@@ -15,7 +15,7 @@ cflags="-O1 -g -std=gnu11 -Wall -Wextra -Werror $san -I$top/uapi -I$top/userspac
 libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl"
 make -s -C "$top/userspace/libdevmem" || exit 1
 cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{rdpmd,nicstate,config,proto}.c $libs || exit 1
-cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" || exit 1
+cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" $libs || exit 1
 cc $cflags -I"$top/selftests/net" -o "$tmp/rdpm_client" "$top/selftests/rdpm/rdpm_client.c" $libs ||
 	exit 1
 export ASAN_OPTIONS=detect_leaks=1 RDPM_SOCKET=$tmp/rdpm.sock
@@ -57,6 +57,9 @@ if [ "$(id -u)" = 0 ]; then
 	check "rdpmctl drain dtb" "$tmp/rdpmctl" -s "$RDPM_SOCKET" drain dtb
 	check "rdpmctl reload" "$tmp/rdpmctl" -s "$RDPM_SOCKET" reload
 fi
+out=$("$tmp/rdpmctl" -s "$tmp/none.sock" status 2>&1)
+check "rdpmctl without a daemon fails" test $? = 1
+check "... naming the socket it tried" grep -q "$tmp/none.sock" <<< "$out"
 # Clients that vanish mid-conversation.
 for _ in $(seq 20); do
 	timeout -s KILL 0.05 "$tmp/rdpm_client" malformed > /dev/null 2>&1

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include <devmem.h>
-#include <rdpm/rdpm_proto.h>
+#include "rdpm_proto.h"
 #include "pattern.h"
 
 #define BUF_SIZE	(16u << 20)

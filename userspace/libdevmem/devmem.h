@@ -450,6 +450,15 @@ int rdpm_unsteer(struct rdpm_client *c, uint32_t flow_id);
 int rdpm_unregister(struct rdpm_client *c, uint32_t handle);
 /* The next event: 1 with @ev, 0 when none came within @timeout_ms. */
 int rdpm_next_event(struct rdpm_client *c, struct rdpm_event_info *ev, int timeout_ms);
+/*
+ * Administration (rdpmctl): rdpmd's state as text or JSON (@json) in *@out,
+ * to free(); drain: drop every binding and flow on @ifname; reload: re-read
+ * the configuration. Drain and reload need root or one of the configured
+ * admin_users. -ENOTCONN on an in-process client: there is no daemon to ask.
+ */
+int rdpm_status(struct rdpm_client *c, bool json, char **out);
+int rdpm_drain(struct rdpm_client *c, const char *ifname);
+int rdpm_reload(struct rdpm_client *c);
 /* Closes the connection; rdpmd (or, in-process, this call) releases
  * every buffer and flow of the client. */
 void rdpm_close(struct rdpm_client *c);

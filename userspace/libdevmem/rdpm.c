@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The RDPM client: asks rdpmd (rdpm/, protocol in uapi/rdpm/rdpm_proto.h)
+ * The RDPM client: asks rdpmd (rdpm/, protocol in rdpm_proto.h)
  * to bind dma-bufs and steer flows for an unprivileged application. With no
  * daemon and CAP_NET_ADMIN, the same calls do the set-up in-process with
  * the nic and binding parts of the library, undone by rdpm_close().
@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <rdpm/rdpm_proto.h>
+#include "rdpm_proto.h"
 
 #include "internal.h"
 
@@ -40,6 +40,7 @@ struct local_flow {
 
 struct rdpm_client {
 	int fd;				/* -1: in-process */
+	char path[108];			/* rdpmd's socket, for messages */
 	uint32_t next_id;
 	struct rdpm_event_info ev[EVQ];
 	unsigned int nev;
@@ -126,17 +127,16 @@ static int xfer_recv(struct rdpm_client *c, char *buf, size_t cap, struct rdpm_h
 	return 1;
 }
 
-/* One request and its reply body (exactly @rlen bytes into @reply). */
-static int xfer(struct rdpm_client *c, uint16_t type, const void *body, size_t len, int fd,
-		void *reply, size_t rlen)
+/* One request; its reply body, @blen bytes, moved to the start of @buf. */
+static int xfer_buf(struct rdpm_client *c, uint16_t type, const void *body, size_t len, int fd,
+		    char *buf, size_t cap, size_t *blen)
 {
-	char buf[RDPM_MAX_MSG];
 	struct rdpm_hdr h;
 	uint32_t id;
 	int err = xfer_send(c, type, body, len, fd, &id);
 
 	while (!err) {
-		err = xfer_recv(c, buf, sizeof(buf), &h, 30000);
+		err = xfer_recv(c, buf, cap, &h, 30000);
 		if (err == -ETIMEDOUT)
 			return devmem_fail(err, "rdpmd did not answer within 30 s");
 		if (err < 0)
@@ -154,13 +154,29 @@ static int xfer(struct rdpm_client *c, uint16_t type, const void *body, size_t l
 			return devmem_fail(e.err < 0 ? e.err : -EPROTO, "rdpmd: %s",
 					   buf + sizeof(h) + sizeof(e));
 		}
-		if (h.type != (type | RDPM_REPLY) || h.length != sizeof(h) + rlen)
+		if (h.type != (type | RDPM_REPLY))
 			return devmem_fail(-EPROTO, "rdpmd: unexpected reply (type 0x%x, %u bytes)",
 					   h.type, h.length);
-		if (rlen)
-			memcpy(reply, buf + sizeof(h), rlen);
+		*blen = h.length - sizeof(h);
+		memmove(buf, buf + sizeof(h), *blen);
 		return 0;
 	}
+	return err;
+}
+
+/* One request and its reply body (exactly @rlen bytes into @reply). */
+static int xfer(struct rdpm_client *c, uint16_t type, const void *body, size_t len, int fd,
+		void *reply, size_t rlen)
+{
+	char buf[RDPM_MAX_MSG];
+	size_t blen;
+	int err = xfer_buf(c, type, body, len, fd, buf, sizeof(buf), &blen);
+
+	if (!err && blen != rlen)
+		return devmem_fail(-EPROTO, "rdpmd: unexpected reply (type 0x%x, %zu bytes)",
+				   type | RDPM_REPLY, blen);
+	if (!err && rlen)
+		memcpy(reply, buf, rlen);
 	return err;
 }
 
@@ -183,6 +199,7 @@ DEVMEM_EXPORT int rdpm_connect(struct rdpm_client **out, const char *path)
 	if (!c)
 		return devmem_fail(-ENOMEM, "rdpm_connect: out of memory");
 	c->next_flow = 1;
+	snprintf(c->path, sizeof(c->path), "%s", path);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		err = devmem_fail_errno(-errno, "rdpm_connect: socket");
@@ -440,6 +457,65 @@ DEVMEM_EXPORT int rdpm_next_event(struct rdpm_client *c, struct rdpm_event_info 
 	*ev = c->ev[0];
 	memmove(c->ev, c->ev + 1, --c->nev * sizeof(c->ev[0]));
 	return 1;
+}
+
+/* ------------------------------------------------------------------ admin */
+
+static int need_daemon(const struct rdpm_client *c, const char *what)
+{
+	if (!c)
+		return devmem_fail(-EINVAL, "rdpm_%s: client is NULL", what);
+	if (c->fd < 0)
+		return devmem_fail(-ENOTCONN, "rdpm_%s: no rdpmd at %s (is it running?)", what,
+				   c->path);
+	return 0;
+}
+
+DEVMEM_EXPORT int rdpm_status(struct rdpm_client *c, bool json, char **out)
+{
+	struct rdpm_status req = { json ? RDPM_STATUS_JSON : 0 };
+	size_t len;
+	char *buf;
+	int err;
+
+	err = need_daemon(c, "status");
+	if (err)
+		return err;
+	if (!out)
+		return devmem_fail(-EINVAL, "rdpm_status: out is NULL");
+	buf = malloc(RDPM_MAX_STATUS);
+	if (!buf)
+		return devmem_fail(-ENOMEM, "rdpm_status: out of memory");
+	err = xfer_buf(c, RDPM_STATUS, &req, sizeof(req), -1, buf, RDPM_MAX_STATUS, &len);
+	if (!err && (!len || buf[len - 1]))
+		err = devmem_fail(-EPROTO, "rdpmd: malformed status reply");
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*out = buf;
+	return 0;
+}
+
+DEVMEM_EXPORT int rdpm_drain(struct rdpm_client *c, const char *ifname)
+{
+	struct rdpm_drain req;
+	int err = need_daemon(c, "drain");
+
+	if (err)
+		return err;
+	memset(&req, 0, sizeof(req));
+	if (!ifname || !ifname[0] || strlen(ifname) >= sizeof(req.ifname))
+		return devmem_fail(-EINVAL, "rdpm_drain: bad interface name");
+	memcpy(req.ifname, ifname, strlen(ifname));
+	return xfer(c, RDPM_DRAIN, &req, sizeof(req), -1, NULL, 0);
+}
+
+DEVMEM_EXPORT int rdpm_reload(struct rdpm_client *c)
+{
+	int err = need_daemon(c, "reload");
+
+	return err ? err : xfer(c, RDPM_RELOAD, NULL, 0, -1, NULL, 0);
 }
 
 DEVMEM_EXPORT void rdpm_close(struct rdpm_client *c)
