@@ -39,7 +39,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <libmnl/libmnl.h>
 #include <linux/dma-buf.h>
 #include <poll.h>
 #include <stdint.h>
@@ -56,7 +55,7 @@
 
 #include "devmem.h"
 #include "devmem_util.h"
-#include "pattern.h"
+#include "devtcp/pattern.h"
 
 /*
  * recvmsg() returns at most the iov's length, dma-buf bytes included, so a
@@ -448,7 +447,7 @@ int main(int argc, char **argv)
 {
 	struct rusage ru0, ru1;
 	struct rx_stats st = { 0 };
-	struct mnl_socket *nl;
+	struct devmem_nl *nl;
 	struct options o;
 	struct dmabuf db;
 	int ifindex, s, rc = 0, status;
@@ -533,6 +532,6 @@ int main(int argc, char **argv)
 		    WEXITSTATUS(status))
 			rc = 1;
 	}
-	mnl_socket_close(nl);
+	netdev_nl_close(nl);
 	return rc;
 }

@@ -23,8 +23,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <libmnl/libmnl.h>
 #include <linux/dma-buf.h>
+#include <time.h>
 #include <linux/errqueue.h>
 #include <poll.h>
 #include <stdint.h>
@@ -37,7 +37,7 @@
 #include <linux/devmem_compat.h>
 
 #include "devmem_util.h"
-#include "pattern.h"
+#include "devtcp/pattern.h"
 
 #ifndef SO_EE_ORIGIN_ZEROCOPY
 #define SO_EE_ORIGIN_ZEROCOPY		5
@@ -271,7 +271,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 int main(int argc, char **argv)
 {
 	static struct zc_state zc;
-	struct mnl_socket *nl;
+	struct devmem_nl *nl;
 	struct options o;
 	struct dmabuf db;
 	int ifindex, s, one = 1;
@@ -297,6 +297,6 @@ int main(int argc, char **argv)
 	       "(%llu copied by the kernel), %.1f MB/s\n", (unsigned long long)sent, db.id,
 	       zc.next_id, (unsigned long long)zc.copied, secs > 0 ? sent / secs / 1e6 : 0.0);
 	close(s);
-	mnl_socket_close(nl);
+	netdev_nl_close(nl);
 	return sent == o.total && !zc.copied ? 0 : 1;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the devmem test programs share: dma-buf providers (udmabuf, system
- * dma-heap), netdev netlink bind-rx/bind-tx with libmnl, and TCP set-up.
+ * dma-heap), netdev netlink bind-rx/bind-tx (libdevmem's netlink helpers),
+ * and TCP set-up.
  * Failures print "PROG: what: reason" and exit 1; the tests read the reason.
  */
 #ifndef DEVMEM_UTIL_H
@@ -10,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct mnl_socket;
+struct devmem_nl;
 
 struct dmabuf {
 	int fd;
@@ -36,17 +37,19 @@ int ifindex_of(const char *ifname);
  * A netdev generic netlink socket with extended acks. A binding lives as long
  * as the socket that made it stays open.
  */
-struct mnl_socket *netdev_nl_open(void);
+struct devmem_nl *netdev_nl_open(void);
+/* Closes it: its bindings go with it. */
+void netdev_nl_close(struct devmem_nl *nl);
 /* bind-rx of @db to RX queue @queue of @ifindex; sets db->id or exits. */
-void netdev_bind_rx(struct mnl_socket *nl, int ifindex, unsigned int queue, struct dmabuf *db);
+void netdev_bind_rx(struct devmem_nl *nl, int ifindex, unsigned int queue, struct dmabuf *db);
 /* The same with the rx-page-size attribute (the buffer size of the binding;
  * a power of two >= PAGE_SIZE), left out when @rx_page_size is 0. */
-void netdev_bind_rx_queues(struct mnl_socket *nl, int ifindex, const unsigned int *queues,
+void netdev_bind_rx_queues(struct devmem_nl *nl, int ifindex, const unsigned int *queues,
 			   unsigned int nqueues, struct dmabuf *db, uint32_t rx_page_size);
-void netdev_bind_rx_page_size(struct mnl_socket *nl, int ifindex, unsigned int queue,
+void netdev_bind_rx_page_size(struct devmem_nl *nl, int ifindex, unsigned int queue,
 			      struct dmabuf *db, uint32_t rx_page_size);
 /* bind-tx of @db for sending on @ifindex; sets db->id or exits. */
-void netdev_bind_tx(struct mnl_socket *nl, int ifindex, struct dmabuf *db);
+void netdev_bind_tx(struct devmem_nl *nl, int ifindex, struct dmabuf *db);
 
 /* Listens on @port (any address, IPv6 if @v6), prints "listening on port
  * PORT" for a waiting script and returns the one connection accepted. */

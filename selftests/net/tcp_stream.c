@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pattern.h"
+#include "devtcp/pattern.h"
 
 #define BUF_SIZE (256 * 1024)
 

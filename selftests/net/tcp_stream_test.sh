@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 gcc -std=gnu11 -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined \
-	-fno-sanitize-recover=all -o "$bin/tcp_stream" tcp_stream.c || exit 1
+	-fno-sanitize-recover=all -I../../userspace/include -o "$bin/tcp_stream" tcp_stream.c || exit 1
 export ASAN_OPTIONS=detect_leaks=1
 fails=0
 port=$((20000 + RANDOM % 20000))

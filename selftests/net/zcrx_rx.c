@@ -33,7 +33,7 @@
 
 #include "devmem.h"
 #include "devmem_util.h"
-#include "pattern.h"
+#include "devtcp/pattern.h"
 
 #define CQ_ENTRIES	8192
 #define RQ_MAX_ENTRIES	32768	/* IO_RQ_MAX_ENTRIES of io_uring/zcrx.c */

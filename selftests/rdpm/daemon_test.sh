@@ -16,7 +16,7 @@ libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl"
 make -s -C "$top/userspace/libdevmem" || exit 1
 cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{rdpmd,nicstate,config,proto}.c $libs || exit 1
 cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" $libs || exit 1
-cc $cflags -I"$top/selftests/net" -o "$tmp/rdpm_client" "$top/selftests/rdpm/rdpm_client.c" $libs ||
+cc $cflags -I"$top/userspace/include" -o "$tmp/rdpm_client" "$top/selftests/rdpm/rdpm_client.c" $libs ||
 	exit 1
 export ASAN_OPTIONS=detect_leaks=1 RDPM_SOCKET=$tmp/rdpm.sock
 cat > "$tmp/rdpm.conf" <<CONF

@@ -32,7 +32,7 @@
 
 #include <devmem.h>
 #include "rdpm_proto.h"
-#include "pattern.h"
+#include "devtcp/pattern.h"
 
 #define BUF_SIZE	(16u << 20)
 

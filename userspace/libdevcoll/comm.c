@@ -1,24 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Communicators: bootstrap from the environment (rank 0 serves a
- * rendezvous store on DEVCOLL_ADDR) or from PMIx (libpmix loaded at run time
- * when the launcher set PMIX_RANK), split and dup.
+ * Communicators: made from the options and the environment, bootstrapped
+ * (bootstrap.c: DEVCOLL_ADDR's rendezvous; pmix.c: a PMIx launcher), split
+ * and dup'ed.
  */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "internal.h"
-
-static int (*pmix_finalize)(const void *, size_t);
 
 /* @v as a number with an optional K or M suffix; false when it is not one. */
 static bool parse_number(const char *v, long *x)
@@ -114,8 +106,8 @@ void dc_comm_free(devcoll_comm *c)
 	}
 	dc_dm_free(c);
 	dc_cuda_free(c);
-	if (c->pmix && pmix_finalize)
-		pmix_finalize(NULL, 0);	/* the world communicator made by PMIx */
+	if (c->pmix)
+		dc_pmix_finalize();	/* the world communicator made by PMIx */
 	for (int i = 0; c->conns && i < c->size * (int)c->nconns; i++) {
 		if (c->conns[i].fd >= 0)
 			close(c->conns[i].fd);
@@ -133,344 +125,6 @@ void dc_comm_free(devcoll_comm *c)
 	free(c->eps);
 	free(c->tmp);
 	free(c);
-}
-
-/*
- * "host:port", "[v6 address]:port", or with @need_port false also a bare
- * "host", "[v6 address]" or "v6 address" (port 0). @what names the setting
- * in errors.
- */
-static int parse_addr(const char *s, bool need_port, const char *what,
-		      struct sockaddr_storage *sa, socklen_t *len)
-{
-	char host[256];
-	const char *h = s, *port = "0", *colon = strrchr(s, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
-	size_t hl;
-	bool have_port = false;
-	int r;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (!end || (end[1] && end[1] != ':'))
-			return dc_fail(-EINVAL, "%s \"%s\": want [address]:port", what, s);
-		h = s + 1;
-		hl = (size_t)(end - h);
-		if (end[1]) {
-			port = end + 2;
-			have_port = true;
-		}
-	} else if (colon && (need_port || strchr(s, ':') == colon)) {
-		hl = (size_t)(colon - s);	/* the last colon: "::1:80" too */
-		port = colon + 1;
-		have_port = true;
-	} else {
-		hl = strlen(s);		/* a bare host, or an IPv6 address */
-	}
-	if ((need_port && !have_port) || !hl || !*port)
-		return dc_fail(-EINVAL, "%s \"%s\": want host:port", what, s);
-	if (hl >= sizeof(host))
-		return dc_fail(-EINVAL, "%s: host name too long", what);
-	memcpy(host, h, hl);
-	host[hl] = 0;
-	r = getaddrinfo(host, port, &hints, &res);
-	if (r)
-		return dc_fail(-EINVAL, "%s \"%s\": %s", what, s, gai_strerror(r));
-	memcpy(sa, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
-static socklen_t sa_len(const struct sockaddr_storage *sa)
-{
-	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-static void sa_set_port(struct sockaddr_storage *sa, uint16_t port)
-{
-	if (sa->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)sa)->sin6_port = port;
-	else
-		((struct sockaddr_in *)sa)->sin_port = port;
-}
-
-static uint16_t sa_port(const struct sockaddr_storage *sa)
-{
-	return sa->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
-					 : ((const struct sockaddr_in *)sa)->sin_port;
-}
-
-/* A listener on @local's address (port 0); its reachable address in @ep. */
-static int listen_like(const struct sockaddr_storage *local, struct endpoint *ep, int *lfd)
-{
-	struct sockaddr_storage sa = *local;
-	int ret;
-
-	sa_set_port(&sa, 0);
-	ret = dc_listen(&sa, sa_len(&sa), lfd);
-	if (ret)
-		return ret;
-	ep->sa = sa;
-	ep->len = sa_len(&sa);
-	return 0;
-}
-
-struct reg {
-	uint32_t magic, rank, size, pad;
-	struct sockaddr_storage sa;
-};
-
-/* Environment bootstrap: rank 0 collects every rank's endpoint and hands
- * out the table. */
-/* @if_addr: DEVCOLL_IF's pick, for the ranks but 0 (which listens where
- * DEVCOLL_ADDR says: the others reach it there) */
-static int boot_env(devcoll_comm *c, const char *addr, const char *bind_addr,
-		    const char *if_addr, int *lfd)
-{
-	struct sockaddr_storage store;
-	socklen_t slen;
-	int64_t deadline = dc_now_ms() + c->timeout_ms;
-	int ret;
-
-	ret = parse_addr(addr, true, "DEVCOLL_ADDR", &store, &slen);
-	if (ret)
-		return ret;
-	if (c->rank == 0) {
-		struct sockaddr_storage sa = store;
-		int *fds = calloc((size_t)c->size, sizeof(int)), got = 0;
-
-		if (!fds)
-			return dc_fail(-ENOMEM, "out of memory");
-		if (bind_addr) {
-			socklen_t l;
-
-			ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
-			if (ret) {
-				free(fds);
-				return ret;
-			}
-			sa_set_port(&sa, sa_port(&store));
-		}
-		ret = dc_listen(&sa, sa_len(&sa), lfd);
-		if (ret) {
-			free(fds);
-			return dc_fail(ret, "rank 0: rendezvous on %s: %s", addr, devcoll_last_error());
-		}
-		c->eps[0].sa = store;	/* as the others reach it */
-		c->eps[0].len = slen;
-		while (got < c->size - 1) {
-			struct pollfd p = { .fd = *lfd, .events = POLLIN };
-			int64_t left = deadline - dc_now_ms();
-			struct reg r;
-			int fd;
-
-			if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
-				ret = dc_fail(-ETIMEDOUT, "rank 0: %d of %d ranks registered before the "
-					      "timeout", got + 1, c->size);
-				break;
-			}
-			fd = accept4(*lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd < 0)
-				continue;
-			if (dc_io_all(fd, &r, sizeof(r), false, deadline) || r.magic != WIRE_MAGIC ||
-			    (int)r.size != c->size || r.rank == 0 || (int)r.rank >= c->size ||
-			    fds[r.rank]) {
-				close(fd);
-				continue;
-			}
-			fds[r.rank] = fd;
-			c->eps[r.rank].sa = r.sa;
-			c->eps[r.rank].len = sa_len(&r.sa);
-			got++;
-		}
-		for (int i = 1; i < c->size; i++) {
-			if (!fds[i])
-				continue;
-			if (!ret)
-				for (int j = 0; j < c->size && !ret; j++)
-					ret = dc_io_all(fds[i], &c->eps[j].sa, sizeof(c->eps[j].sa), true,
-							deadline);
-			close(fds[i]);
-		}
-		free(fds);
-		return ret;
-	}
-	/* the others: register with rank 0 (which may not be up yet) */
-	int fd;
-
-	for (;;) {
-		fd = socket(store.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return dc_fail(-errno, "socket: %s", strerror(errno));
-		if (!connect(fd, (struct sockaddr *)&store, slen))
-			break;
-		ret = -errno;
-		close(fd);
-		if (dc_now_ms() > deadline)
-			return dc_fail(ret, "rank %d: cannot reach rank 0 at %s: %s", c->rank, addr,
-				       strerror(-ret));
-		usleep(20000);
-	}
-	struct sockaddr_storage local;
-	socklen_t ll = sizeof(local);
-	struct reg r = { WIRE_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, {0} };
-
-	getsockname(fd, (struct sockaddr *)&local, &ll);
-	if (bind_addr || if_addr) {
-		socklen_t l;
-
-		ret = parse_addr(bind_addr ? bind_addr : if_addr, false,
-				 bind_addr ? "DEVCOLL_BIND_ADDR" : "DEVCOLL_IF", &local, &l);
-		if (ret) {
-			close(fd);
-			return ret;
-		}
-	}
-	ret = listen_like(&local, &c->eps[c->rank], lfd);
-	if (!ret) {
-		r.sa = c->eps[c->rank].sa;
-		ret = dc_io_all(fd, &r, sizeof(r), true, deadline);
-	}
-	for (int j = 0; j < c->size && !ret; j++) {
-		ret = dc_io_all(fd, &c->eps[j].sa, sizeof(c->eps[j].sa), false, deadline);
-		c->eps[j].len = sa_len(&c->eps[j].sa);
-	}
-	close(fd);
-	return ret;
-}
-
-/* ------------------------------------------------------------------ PMIx */
-
-#ifdef HAVE_PMIX_H
-#include <pmix.h>
-#else
-/* The few PMIx types used, as PMIx 4 lays them out (pmix_common.h). */
-#define PMIX_MAX_NSLEN 255
-#define PMIX_MAX_KEYLEN 511
-typedef struct {
-	char nspace[PMIX_MAX_NSLEN + 1];
-	uint32_t rank;
-} pmix_proc_t;
-typedef struct {
-	uint16_t type;
-	union {
-		uint32_t uint32;
-		char *string;
-		uint64_t pad[4];
-	} data;
-} pmix_value_t;
-#define PMIX_STRING 3
-#define PMIX_UINT32 14
-#define PMIX_RANK_WILDCARD UINT32_MAX - 1
-#define PMIX_GLOBAL 3
-#endif
-
-
-static int boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *bind_addr, int *lfd)
-{
-	void *h = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
-	int (*init)(pmix_proc_t *, void *, size_t);
-	int (*get)(const pmix_proc_t *, const char *, const void *, size_t, pmix_value_t **);
-	int (*put)(int, const char *, pmix_value_t *);
-	int (*commit)(void);
-	int (*fence)(const pmix_proc_t *, size_t, const void *, size_t);
-	pmix_proc_t me, wild;
-	pmix_value_t *v, val;
-	devcoll_comm *c;
-	char ep[INET6_ADDRSTRLEN + 40];
-	int ret, size;
-
-	if (!h)
-		h = dlopen("libpmix.so", RTLD_NOW | RTLD_GLOBAL);
-	if (!h)
-		return dc_fail(-ENOSYS, "started by a PMIx launcher, but libpmix cannot be loaded: %s",
-			       dlerror());
-	init = (int (*)(pmix_proc_t *, void *, size_t))dlsym(h, "PMIx_Init");
-	get = (int (*)(const pmix_proc_t *, const char *, const void *, size_t, pmix_value_t **))
-		dlsym(h, "PMIx_Get");
-	put = (int (*)(int, const char *, pmix_value_t *))dlsym(h, "PMIx_Put");
-	commit = (int (*)(void))dlsym(h, "PMIx_Commit");
-	fence = (int (*)(const pmix_proc_t *, size_t, const void *, size_t))dlsym(h, "PMIx_Fence");
-	pmix_finalize = (int (*)(const void *, size_t))dlsym(h, "PMIx_Finalize");
-	if (!init || !get || !put || !commit || !fence)
-		return dc_fail(-ENOSYS, "libpmix lacks PMIx_Init/Get/Put/Commit/Fence");
-	ret = init(&me, NULL, 0);
-	if (ret)
-		return dc_fail(-EIO, "PMIx_Init failed (%d)", ret);
-	wild = me;
-	wild.rank = PMIX_RANK_WILDCARD;
-	ret = get(&wild, "pmix.job.size", NULL, 0, &v);
-	if (ret || v->type != PMIX_UINT32)
-		return dc_fail(-EIO, "PMIx_Get(pmix.job.size) failed (%d)", ret);
-	size = (int)v->data.uint32;
-	ret = dc_comm_alloc(&c, (int)me.rank, size, like);
-	if (ret)
-		return ret;
-	/* listen on the chosen address, or any; advertise a reachable one */
-	struct sockaddr_storage sa = { .ss_family = AF_INET };
-	char host[INET6_ADDRSTRLEN + 8] = "127.0.0.1", port[8];
-
-	if (bind_addr) {
-		socklen_t l;
-
-		ret = parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
-		if (ret)
-			goto fail;
-	} else {
-		struct ifaddrs *ifa, *i;
-
-		if (!getifaddrs(&ifa)) {
-			for (i = ifa; i; i = i->ifa_next)
-				if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-				    !(i->ifa_flags & IFF_LOOPBACK) && (i->ifa_flags & IFF_UP)) {
-					inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
-						  host, sizeof(host));
-					break;
-				}
-			freeifaddrs(ifa);
-		}
-		inet_pton(AF_INET, host, &((struct sockaddr_in *)&sa)->sin_addr);
-	}
-	ret = listen_like(&sa, &c->eps[c->rank], lfd);
-	if (ret)
-		goto fail;
-	/* advertised numerically; IPv6 in brackets */
-	if (getnameinfo((struct sockaddr *)&c->eps[c->rank].sa, c->eps[c->rank].len, host,
-			sizeof(host), port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV)) {
-		ret = dc_fail(-EINVAL, "cannot print the listening address");
-		goto fail;
-	}
-	snprintf(ep, sizeof(ep), c->eps[c->rank].sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
-		 host, port);
-	memset(&val, 0, sizeof(val));
-	val.type = PMIX_STRING;
-	val.data.string = ep;
-	if (put(PMIX_GLOBAL, "devcoll.ep", &val) || commit() || fence(&wild, 1, NULL, 0)) {
-		ret = dc_fail(-EIO, "PMIx_Put/Commit/Fence of the endpoints failed");
-		goto fail;
-	}
-	for (int r = 0; r < size; r++) {
-		pmix_proc_t p = me;
-		socklen_t l;
-
-		p.rank = (uint32_t)r;
-		if (get(&p, "devcoll.ep", NULL, 0, &v) || v->type != PMIX_STRING) {
-			ret = dc_fail(-EIO, "PMIx_Get(devcoll.ep) of rank %d failed", r);
-			goto fail;
-		}
-		ret = parse_addr(v->data.string, true, "devcoll.ep", &c->eps[r].sa, &l);
-		if (ret)
-			goto fail;
-		c->eps[r].len = l;
-	}
-	c->pmix = true;
-	*out = c;
-	return 0;
-fail:
-	dc_comm_free(c);
-	return ret;
 }
 
 static uint64_t fresh_id(void)
@@ -583,7 +237,7 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 		if_addr = if_buf;
 	}
 	if ((!opts || opts->rank < 0) && getenv("PMIX_RANK") && !getenv("DEVCOLL_RANK")) {
-		ret = boot_pmix(&c, &proto, bind_addr ? bind_addr : if_addr, &lfd);
+		ret = dc_boot_pmix(&c, &proto, bind_addr ? bind_addr : if_addr, &lfd);
 		if (ret)
 			return ret;
 		c->id = 0x9e3779b97f4a7c15ull;	/* the same on every rank */
@@ -600,7 +254,7 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 			return ret;
 		c->id = 0x9e3779b97f4a7c15ull;
 		if (size > 1) {
-			ret = boot_env(c, addr, bind_addr, if_addr, &lfd);
+			ret = dc_boot_env(c, addr, bind_addr, if_addr, &lfd);
 			if (ret) {
 				if (lfd >= 0)
 					close(lfd);
@@ -636,7 +290,7 @@ DEVCOLL_EXPORT int devcoll_comm_split(devcoll_comm *p, int color, int key, devco
 
 	*out = NULL;
 	if (p->size > 1) {
-		ret = listen_like(&p->eps[p->rank].sa, &ep, &lfd);
+		ret = dc_listen_like(&p->eps[p->rank].sa, &ep, &lfd);
 		if (ret)
 			return dc_comm_fail(p, ret, "split: %s", devcoll_last_error());
 		me.sa = ep.sa;
@@ -676,7 +330,7 @@ DEVCOLL_EXPORT int devcoll_comm_split(devcoll_comm *p, int color, int key, devco
 		c->id = p->id * 31 + p->seq * 7 + (uint64_t)(uint32_t)color;
 		for (int i = 0; i < n; i++) {
 			c->eps[i].sa = all[mem[i]].sa;
-			c->eps[i].len = sa_len(&all[mem[i]].sa);
+			c->eps[i].len = dc_sa_len(&all[mem[i]].sa);
 		}
 		if (n > 1) {
 			ret = finish(c, lfd, p);

@@ -116,12 +116,37 @@ long dc_env_long(const char *name, long dflt);
 /* iface.c: the numeric address DEVCOLL_IF's @spec picks on this host */
 int dc_if_addr(const char *spec, char *out, size_t len);
 
-/* errors */
+/* conn.c: reads @len bytes of @k into @buf, waiting until @end (ms) at
+ * most: the bytes read, fewer at the deadline, an error or end of stream */
+size_t dc_conn_read_for(devcoll_comm *c, struct conn *k, char *buf, size_t len, int64_t end);
+
+/* bootstrap.c: "host:port", "[v6 address]:port", or with @need_port false
+ * also a bare "host", "[v6 address]" or "v6 address" (port 0); @what names
+ * the setting in errors */
+int dc_parse_addr(const char *s, bool need_port, const char *what, struct sockaddr_storage *sa,
+		  socklen_t *len);
+socklen_t dc_sa_len(const struct sockaddr_storage *sa);
+/* a listener on @local's address (port 0); its reachable address in @ep */
+int dc_listen_like(const struct sockaddr_storage *local, struct endpoint *ep, int *lfd);
+/* rank 0 collects every rank's endpoint on @addr and hands out the table;
+ * @if_addr: DEVCOLL_IF's pick, for the ranks but 0 (which listens where
+ * DEVCOLL_ADDR says: the others reach it there) */
+int dc_boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, const char *if_addr,
+		int *lfd);
+/* pmix.c: the world communicator of a PMIx launcher's job */
+int dc_boot_pmix(devcoll_comm **out, const devcoll_comm *like, const char *bind_addr, int *lfd);
+void dc_pmix_finalize(void);
+
+/* error.c */
 int dc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* strerror(@e) of a socket call, saying what EFAULT means for a buffer */
 const char *dc_io_error(int e);
+/* Breaks the communicator: tells the peers why and shuts every connection
+ * down, so that they fail at once instead of at their timeout. */
 int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* A peer's K_ABORT (in k->rhdr): reads its message, fails the same way. */
+int dc_recv_abort(devcoll_comm *c, struct conn *k);
 
 /* reduce.c */
 /* dst = a OP b for @n elements; @a may be @dst */
@@ -192,7 +217,7 @@ int dc_dm_check(devcoll_comm *c);
 ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, size_t len,
 		   reduce_fn red, size_t esize);
 
-/* coll.c: an operation, as queued */
+/* an operation, as queued */
 struct op {
 	int kind;
 	const void *send;
@@ -206,6 +231,14 @@ struct op {
 	const size_t *counts, *displs, *scounts, *sdispls;
 	struct dc_stage *stage;	/* host copies of GPU buffers (cuda.c) */
 };
+
+/* coll.c: runs @o now (the communicator is free) */
+int dc_exec_op(devcoll_comm *c, struct op *o);
+/* request.c: validates @o; runs it (blocking) or queues it (post, a request
+ * in *@out for test/wait) */
+int dc_op_check(devcoll_comm *c, const struct op *o);
+int dc_blocking(devcoll_comm *c, struct op *o);
+int dc_post(devcoll_comm *c, const struct op *o, devcoll_req **out);
 
 /* cuda.c: a GPU buffer's host copy; out_len bytes at out_off go back */
 struct dc_stage_buf {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "nl_uapi.h"
+#include "devtcp/nl_numbers.h"
 
 struct devmem_binding {
 	struct devmem_nl *nl;

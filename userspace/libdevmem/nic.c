@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "nl_uapi.h"
+#include "devtcp/nl_numbers.h"
 
 struct devmem_nic {
 	char name[IF_NAMESIZE];

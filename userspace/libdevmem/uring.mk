@@ -12,5 +12,5 @@ URING_CFLAGS := -I$(LIBURING)/include
 URING_LIBS := $(LIBURING)/lib/$(shell $(CC) -print-multiarch)/liburing.a
 endif
 # forky's liburing headers include <linux/blkdev.h>, newer than bookworm's.
-URING_CFLAGS += -idirafter $(URING_MK_DIR)/../compat
+URING_CFLAGS += -idirafter $(URING_MK_DIR)/../include/compat
 

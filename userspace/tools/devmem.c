@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "devmem.h"
-#include "pattern.h"
+#include "devtcp/pattern.h"
 
 #define EXIT_USAGE	2
 #define EXIT_MISMATCH	3

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The generic netlink numbers libdevmem uses, from the 7.3 uapi headers
- * (ethtool_netlink_generated.h, netdev.h). Defined here because the build
- * host's headers may predate them and enums cannot be tested with #ifdef.
+ * The generic netlink numbers libdevmem and the selftests use, from the 7.3
+ * uapi headers (ethtool_netlink_generated.h, netdev.h). Defined here because
+ * the build host's headers may predate them and enums cannot be tested with
+ * #ifdef.
  * The numbers are ABI: they never change once released.
  */
-#ifndef LIBDEVMEM_NL_UAPI_H
-#define LIBDEVMEM_NL_UAPI_H
+#ifndef DEVTCP_NL_NUMBERS_H
+#define DEVTCP_NL_NUMBERS_H
 
 /* ethtool netlink */
 #define DM_ETHTOOL_FAMILY_NAME			"ethtool"
@@ -96,5 +97,6 @@
 #define DM_NETDEV_A_DMABUF_QUEUES		2
 #define DM_NETDEV_A_DMABUF_FD			3
 #define DM_NETDEV_A_DMABUF_ID			4
+#define DM_NETDEV_A_DMABUF_RX_PAGE_SIZE		5
 
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Connections and the transfer engine.
+ * The transfer engine.
  *
  * Every pair of ranks has nconns TCP connections (rank i connects to every
  * j < i). A message is cut into chunks; each chunk travels with a header
@@ -13,170 +13,11 @@
  * as it lands while the others are still in flight.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
 #include "internal.h"
-
-static __thread char errbuf[512];
-
-int dc_fail(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-DEVCOLL_EXPORT const char *devcoll_last_error(void)
-{
-	return errbuf;
-}
-
-/* The connection's send side is inside a chunk: nothing else may go out. */
-static bool mid_chunk(const struct conn *k)
-{
-	return k->sbusy && (k->shdr_done || k->spay_done);
-}
-
-/* Reads @len bytes of @k into @buf, waiting until @end (ms) at most: the
- * bytes read, fewer at the deadline, on an error or at the end of stream. */
-static size_t conn_read_for(devcoll_comm *c, struct conn *k, char *buf, size_t len, int64_t end)
-{
-	size_t got = 0;
-
-	while (got < len && dc_now_ms() < end) {
-		ssize_t n = dc_conn_recv(c, k, buf + got, len - got);
-		struct pollfd p = { .fd = k->fd, .events = POLLIN };
-
-		if (n > 0)
-			got += (size_t)n;
-		else if (n == -EAGAIN)
-			poll(&p, 1, 10);
-		else
-			break;
-	}
-	return got;
-}
-
-/*
- * A failing rank tells its peers why before it shuts its connections down:
- * a K_ABORT header and the message on every connection. A chunk under way is
- * finished first, for at most 200 ms in all (the peer may not be reading);
- * a peer whose chunk could not be finished sees the connection close. A
- * rank failing on such a message passes the first rank's message on, so
- * every rank can say what went wrong where, not only that a peer left.
- */
-static void send_abort(devcoll_comm *c, int err, int origin, const char *msg)
-{
-	struct wire_hdr h = {
-		.magic = WIRE_MAGIC, .kind = K_ABORT, .count = (uint64_t)-(int64_t)err,
-		.tag = (uint32_t)origin, .len = (uint32_t)strlen(msg),
-	};
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)msg, h.len } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-	int64_t end = dc_now_ms() + 200;
-
-	for (int i = 0; i < c->size * (int)c->nconns; i++) {
-		struct conn *k = &c->conns[i];
-		int e = 0;
-
-		if (k->fd < 0)
-			continue;
-		while (mid_chunk(k) && !e && dc_now_ms() < end) {
-			struct pollfd p = { .fd = k->fd, .events = POLLOUT };
-
-			if (!dc_conn_send(c, k, &e) && !e)
-				poll(&p, 1, 10);
-		}
-		if (!mid_chunk(k))
-			sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-	}
-}
-
-/* Breaks the communicator (@origin: the rank whose failure this is). */
-static int comm_fail(devcoll_comm *c, int err, int origin, const char *msg)
-{
-	if (!c->err) {
-		if (origin == c->rank)
-			snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: %s", c->rank, msg);
-		else
-			snprintf(c->errmsg, sizeof(c->errmsg), "rank %d: rank %d failed: %s", c->rank,
-				 origin, msg);
-		c->err = err;
-		send_abort(c, err, origin, msg);
-		for (int i = 0; i < c->size * (int)c->nconns; i++)
-			if (c->conns[i].fd >= 0)
-				shutdown(c->conns[i].fd, SHUT_RDWR);
-	}
-	return dc_fail(c->err, "%s", c->errmsg);
-}
-
-/* Breaks the communicator: tells the peers why and shuts every connection
- * down, so that they fail at once instead of at their timeout. */
-const char *dc_io_error(int e)
-{
-	/* what a socket call's EFAULT almost always means here */
-	if (e == EFAULT)
-		return "Bad address: a buffer the CPU cannot reach (GPU memory is staged only where "
-		       "the process had loaded libcuda by devcoll_comm_init(), or with "
-		       "DEVCOLL_CUDA=on)";
-	return strerror(e);
-}
-
-int dc_comm_fail(devcoll_comm *c, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!c->err) {
-		char msg[400];
-		/* a binding rdpmd dropped is the reason for whatever failed
-		 * (a receive, a peer's closed connection) */
-		int dead = c->dm ? dc_dm_dead(c, msg, sizeof(msg)) : 0;
-
-		if (dead) {
-			err = dead;
-		} else {
-			va_start(ap, fmt);
-			vsnprintf(msg, sizeof(msg), fmt, ap);
-			va_end(ap);
-		}
-		return comm_fail(c, err, c->rank, msg);
-	}
-	return dc_fail(c->err, "%s", c->errmsg);
-}
-
-/* A peer's K_ABORT (in k->rhdr): reads its message, fails the same way. */
-static int recv_abort(devcoll_comm *c, struct conn *k)
-{
-	const struct wire_hdr *h = &k->rhdr;
-	int err = h->count && h->count < 4096 ? -(int)h->count : -ECONNABORTED;
-	int origin = h->tag < (uint32_t)c->size ? (int)h->tag : k->peer;
-	char msg[400];
-	size_t len = h->len < sizeof(msg) ? h->len : sizeof(msg) - 1, got;
-
-	/* sent in one piece right behind the header: here or about to be */
-	got = conn_read_for(c, k, msg, len, dc_now_ms() + 1000);
-	k->rhdr_valid = false;
-	if (got < len)
-		snprintf(msg, sizeof(msg), "its message was cut short");
-	else
-		msg[got] = 0;
-	return comm_fail(c, err, origin, msg);
-}
 
 int64_t dc_now_ms(void)
 {
@@ -192,163 +33,6 @@ static int64_t now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int dc_listen(struct sockaddr_storage *sa, socklen_t len, int *out)
-{
-	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	if (fd < 0)
-		return dc_fail(-errno, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)sa, len) || listen(fd, 1024)) {
-		int e = errno;
-
-		close(fd);
-		return dc_fail(-e, "listen: %s", strerror(e));
-	}
-	len = sizeof(*sa);
-	getsockname(fd, (struct sockaddr *)sa, &len);
-	*out = fd;
-	return 0;
-}
-
-/* Blocking helpers for set-up, with a deadline. */
-int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = wr ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
-			       : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
-
-		if (n > 0) {
-			done += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return dc_fail(-ECONNRESET, "set-up: the peer closed the connection");
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return dc_fail(-errno, "set-up: %s", strerror(errno));
-		struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
-		int64_t left = deadline - dc_now_ms();
-
-		if (left <= 0 || poll(&p, 1, (int)left) == 0)
-			return dc_fail(-ETIMEDOUT, "set-up: timed out");
-	}
-	return 0;
-}
-
-struct hello {
-	uint32_t magic;
-	uint32_t from;
-	uint32_t idx;
-	uint32_t pad;
-	uint64_t id;
-};
-
-/*
- * TCP_NODELAY; non-blocking; the congestion control: reno unless set.
- * Cubic's HyStart takes a train of ACKs a few microseconds apart, as between
- * ranks of one host or one rack, for a full queue and leaves slow start with
- * a window of a few dozen segments; over veth that made 512 KiB to 8 MiB
- * allreduces 3x slower. BBR, the default of some distributions, paces each
- * connection at its estimate of the path's rate, which halved loopback
- * throughput. See Documentation/devcoll.rst.
- */
-static int tune(devcoll_comm *c, int fd)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (c->tcp_cc[0] &&
-	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, c->tcp_cc, (socklen_t)strlen(c->tcp_cc)) &&
-	    c->tcp_cc_set)
-		return dc_fail(-errno, "DEVCOLL_TCP_CONGESTION=%s: %s (an unprivileged process "
-			       "may use those of net.ipv4.tcp_allowed_congestion_control)",
-			       c->tcp_cc, strerror(errno));
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	return 0;
-}
-
-/* Connects to the lower ranks and accepts the higher ones on @lfd. */
-int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
-{
-	int64_t deadline = dc_now_ms() + c->timeout_ms;
-	int need = (c->size - 1 - c->rank) * (int)c->nconns, ret;
-
-	for (int j = 0; j < c->rank; j++) {
-		for (unsigned int k = 0; k < c->nconns; k++) {
-			struct conn *cn = &c->conns[j * c->nconns + k];
-			struct hello h = { WIRE_MAGIC, (uint32_t)c->rank, k, 0, c->id };
-			int fd;
-
-			for (;;) {
-				fd = socket(eps[j].sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-				if (fd < 0)
-					return dc_fail(-errno, "socket: %s", strerror(errno));
-				if (!connect(fd, (const struct sockaddr *)&eps[j].sa, eps[j].len))
-					break;
-				ret = -errno;
-				close(fd);
-				if (dc_now_ms() > deadline)
-					return dc_fail(ret, "connecting to rank %d: %s", j, strerror(-ret));
-				usleep(10000);
-			}
-			cn->fd = fd;
-			ret = dc_io_all(fd, &h, sizeof(h), true, deadline);
-			if (ret)
-				return ret;
-		}
-	}
-	while (need > 0) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int64_t left = deadline - dc_now_ms();
-		struct hello h;
-		int fd;
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return dc_fail(-ETIMEDOUT, "rank %d: timed out waiting for %d connections from "
-				       "higher ranks", c->rank, need);
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ret = dc_io_all(fd, &h, sizeof(h), false, deadline);
-		if (ret || h.magic != WIRE_MAGIC || h.id != c->id || (int)h.from <= c->rank ||
-		    (int)h.from >= c->size || h.idx >= c->nconns ||
-		    c->conns[h.from * c->nconns + h.idx].fd >= 0) {
-			close(fd);	/* not ours (a stray connection): ignore */
-			continue;
-		}
-		c->conns[h.from * c->nconns + h.idx].fd = fd;
-		need--;
-	}
-	c->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (c->epfd < 0)
-		return dc_fail(-errno, "epoll_create1: %s", strerror(errno));
-	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (c->wakefd < 0)
-		return dc_fail(-errno, "eventfd: %s", strerror(errno));
-	struct epoll_event wev = { .events = EPOLLIN | EPOLLET, .data.u32 = UINT32_MAX };
-
-	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &wev))
-		return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
-	for (int i = 0; i < c->size * (int)c->nconns; i++) {
-		struct conn *cn = &c->conns[i];
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u32 = (uint32_t)i };
-
-		if (cn->fd < 0)
-			continue;
-		int ret = tune(c, cn->fd);
-
-		if (ret)
-			return ret;
-		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, cn->fd, &ev))
-			return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------ the engine */
@@ -405,7 +89,7 @@ static int peer_reason(devcoll_comm *c, struct conn *k)
 		while (k->rinpay && k->rpay_got < k->rpay_len) {
 			size_t want = k->rpay_len - k->rpay_got < sizeof(sink) ?
 				      k->rpay_len - k->rpay_got : sizeof(sink);
-			size_t got = conn_read_for(c, k, sink, want, end);
+			size_t got = dc_conn_read_for(c, k, sink, want, end);
 
 			k->rpay_got += got;
 			if (got < want)
@@ -561,7 +245,7 @@ int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress)
 			return dc_comm_fail(c, -EPROTO, "garbage from rank %d", k->peer);
 		k->rhdr_valid = true;
 		if (k->rhdr.kind == K_ABORT)
-			return recv_abort(c, k);
+			return dc_recv_abort(c, k);
 	}
 	return 1;
 }
@@ -711,151 +395,199 @@ int dc_wait_events(devcoll_comm *c, struct epoll_event *evs, int max, int64_t *s
 	return n ? n : epoll_wait(c->epfd, evs, max, timeout_ms);
 }
 
+/* One transfer's progress: chunks received per step, and the next to send. */
+struct run {
+	struct rstate rs_stack[8], *rs;
+	uint8_t done_stack[64], *done;
+	size_t ss, sj;		/* the step and chunk to send next */
+	size_t recv_left;	/* chunks still to arrive */
+};
+
+static void run_free(struct run *r, struct xfer *x)
+{
+	if (r->rs != r->rs_stack)
+		free(r->rs);
+	if (r->done != r->done_stack)
+		free(r->done);
+	free(x->slots);
+	x->slots = NULL;
+}
+
+/* Counts the chunks to receive and allocates their flags and, when chunks
+ * are reduced from a temporary, a slot per connection. */
+static int run_init(devcoll_comm *c, struct xfer *x, struct run *r)
+{
+	size_t total = 0;
+	bool need_slots = false;
+
+	memset(r, 0, sizeof(*r));
+	r->rs = x->nst <= 8 ? r->rs_stack : calloc((size_t)x->nst, sizeof(*r->rs));
+	r->done = r->done_stack;
+	x->slots = NULL;
+	if (!r->rs)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int s = 0; s < x->nst; s++) {
+		need_slots |= x->red && x->st[s].tmp && x->st[s].rptr;
+		r->rs[s].nchunks = x->st[s].rptr ? dc_nchunks(x->st[s].rlen, x->chunk) : 0;
+		r->rs[s].got = 0;
+		total += r->rs[s].nchunks;
+	}
+	r->recv_left = total;
+	if (need_slots)
+		x->slots = malloc(c->nconns * x->chunk);
+	if (total > sizeof(r->done_stack))
+		r->done = calloc(total, 1);
+	if ((need_slots && !x->slots) || !r->done) {
+		if (!r->done)
+			r->done = r->done_stack;
+		run_free(r, x);
+		return dc_fail(-ENOMEM, "out of memory");
+	}
+	for (int s = 0, o = 0; s < x->nst; s++) {
+		r->rs[s].done = r->done + o;
+		o += (int)r->rs[s].nchunks;
+	}
+	/* the first step with something to send */
+	while ((int)r->ss < x->nst && !x->st[r->ss].sptr)
+		r->ss++;
+	return 0;
+}
+
+/* Gives free connection @k the next chunk that may go; false if none. */
+static bool next_chunk(struct xfer *x, struct run *r, struct conn *k)
+{
+	struct step *st;
+
+	if ((int)r->ss >= x->nst)
+		return false;
+	st = &x->st[r->ss];
+	if (st->dep && r->ss > 0 && !r->rs[r->ss - 1].done[r->sj])
+		return false;
+	k->shdr = x->tmpl;
+	k->shdr.step = x->tmpl.step + (uint32_t)r->ss;
+	k->shdr.total = st->slen;
+	k->shdr.off = r->sj * x->chunk;
+	k->shdr.len = (uint32_t)(st->slen ? dc_chunk_len(st->slen, x->chunk, r->sj) : 0);
+	k->shdr_done = 0;
+	k->spay = st->sptr + k->shdr.off;
+	k->spay_len = k->shdr.len;
+	k->spay_done = 0;
+	k->sbusy = true;
+	if (++r->sj >= dc_nchunks(st->slen, x->chunk)) {
+		r->sj = 0;
+		do
+			r->ss++;
+		while ((int)r->ss < x->nst && !x->st[r->ss].sptr);
+	}
+	return true;
+}
+
+/* Hands the next ready chunks to free connections and sends what they can
+ * take; *@sending: a chunk is still under way. Progress made, or <0. */
+static int send_some(devcoll_comm *c, struct xfer *x, struct run *r, struct conn *sconns,
+		     bool *sending)
+{
+	int progress = 0, err = 0;
+
+	*sending = false;
+	for (unsigned int i = 0; sconns && i < c->nconns; i++) {
+		struct conn *k = &sconns[i];
+
+		while (k->sbusy || next_chunk(x, r, k)) {
+			progress |= dc_conn_send(c, k, &err);
+			if (err)
+				return err;
+			if (k->sbusy)
+				break;
+		}
+		*sending |= k->sbusy;
+	}
+	return progress;
+}
+
+/* Reads what the connections from the receive peer have. Progress, or <0
+ * (also when every connection ended with chunks still to come). */
+static int recv_some(devcoll_comm *c, struct xfer *x, struct run *r, struct conn *rconns)
+{
+	unsigned int eofs = 0;
+	int progress = 0, ret;
+
+	for (unsigned int i = 0; rconns && r->recv_left && i < c->nconns; i++) {
+		ret = conn_recv_run(c, &rconns[i], x, r->rs, &r->recv_left);
+		if (ret < 0)
+			return ret;
+		progress |= ret;
+		eofs += rconns[i].reof;
+	}
+	if (r->recv_left && eofs == c->nconns)
+		return dc_comm_fail(c, -ECONNRESET, "rank %d closed its connections during %s #%u: "
+				    "it died, left, or failed (its own error says why)", x->rpeer,
+				    dc_kname(x->tmpl.kind), x->tmpl.seq);
+	return progress;
+}
+
+/* Nothing moved: waits for the sockets (and rdpmd's) until @deadline. */
+static int wait_some(devcoll_comm *c, struct xfer *x, struct run *r, int64_t deadline,
+		     int64_t *spin_until)
+{
+	struct epoll_event evs[16];
+	int64_t left = deadline - dc_now_ms();
+	int nev, ret;
+
+	if (left <= 0)
+		return dc_comm_fail(c, -ETIMEDOUT, "%s #%u made no progress for %d ms (waiting "
+				    "for rank %d%s)", dc_kname(x->tmpl.kind), x->tmpl.seq,
+				    c->timeout_ms, r->recv_left ? x->rpeer : x->speer,
+				    r->recv_left ? "" : " to take data");
+	nev = dc_wait_events(c, evs, 16, spin_until, (int)left);
+	if (nev < 0 && errno != EINTR)
+		return dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));
+	/* rdpmd's socket is read only when it wakes the engine */
+	for (int i = 0; i < nev; i++)
+		if (evs[i].data.u32 == DC_EPOLL_RDPM && (ret = dc_dm_check(c)))
+			return ret;
+	return 0;
+}
+
 int dc_run(devcoll_comm *c, struct xfer *x)
 {
 	struct conn *sconns = x->speer >= 0 ? &c->conns[x->speer * c->nconns] : NULL;
 	struct conn *rconns = x->rpeer >= 0 ? &c->conns[x->rpeer * c->nconns] : NULL;
-	struct rstate rs_stack[8], *rs = x->nst <= 8 ? rs_stack : calloc((size_t)x->nst, sizeof(*rs));
-	uint8_t done_stack[64], *donebuf = done_stack;
-	size_t total_chunks = 0, ss = 0, sj = 0, recv_left = 0;
 	int64_t deadline, spin_until = 0;
-	int ret = 0;
+	struct run r;
+	bool sending;
+	int ret, moved;
 
 	if (!x->chunk)
 		x->chunk = c->chunk;
 	if (c->err)
 		return dc_fail(c->err, "%s", c->errmsg);
-	if (!rs)
-		return dc_fail(-ENOMEM, "out of memory");
-	bool need_slots = false;
-
-	for (int s = 0; s < x->nst; s++) {
-		need_slots |= x->red && x->st[s].tmp && x->st[s].rptr;
-		rs[s].nchunks = x->st[s].rptr ? dc_nchunks(x->st[s].rlen, x->chunk) : 0;
-		rs[s].got = 0;
-		total_chunks += rs[s].nchunks;
-	}
-	recv_left = total_chunks;
-	x->slots = NULL;
-	if (need_slots) {
-		x->slots = malloc(c->nconns * x->chunk);
-		if (!x->slots) {
-			if (rs != rs_stack)
-				free(rs);
-			return dc_fail(-ENOMEM, "out of memory");
-		}
-	}
-	if (total_chunks > sizeof(done_stack)) {
-		donebuf = calloc(total_chunks, 1);
-		if (!donebuf) {
-			if (rs != rs_stack)
-				free(rs);
-			free(x->slots);
-			return dc_fail(-ENOMEM, "out of memory");
-		}
-	} else {
-		memset(done_stack, 0, sizeof(done_stack));
-	}
-	for (int s = 0, o = 0; s < x->nst; s++) {
-		rs[s].done = donebuf + o;
-		o += (int)rs[s].nchunks;
-	}
-	/* the first step with something to send */
-	while ((int)ss < x->nst && !x->st[ss].sptr)
-		ss++;
+	ret = run_init(c, x, &r);
+	if (ret)
+		return ret;
 	deadline = dc_now_ms() + c->timeout_ms;
 	for (;;) {
-		int progress = 0;
-		bool sending = false;
-
-		/* sends: hand the next ready chunks to free connections */
-		for (unsigned int i = 0; sconns && i < c->nconns; i++) {
-			struct conn *k = &sconns[i];
-
-			for (;;) {
-				if (!k->sbusy && (int)ss < x->nst) {
-					struct step *st = &x->st[ss];
-
-					if (st->dep && ss > 0 && !rs[ss - 1].done[sj])
-						break;
-					k->shdr = x->tmpl;
-					k->shdr.step = x->tmpl.step + (uint32_t)ss;
-					k->shdr.total = st->slen;
-					k->shdr.off = sj * x->chunk;
-					k->shdr.len = (uint32_t)(st->slen ? dc_chunk_len(st->slen, x->chunk, sj) : 0);
-					k->shdr_done = 0;
-					k->spay = st->sptr + k->shdr.off;
-					k->spay_len = k->shdr.len;
-					k->spay_done = 0;
-					k->sbusy = true;
-					if (++sj >= dc_nchunks(st->slen, x->chunk)) {
-						sj = 0;
-						do
-							ss++;
-						while ((int)ss < x->nst && !x->st[ss].sptr);
-					}
-				}
-				if (!k->sbusy)
-					break;
-				progress |= dc_conn_send(c, k, &ret);
-				if (ret)
-					goto out;
-				if (k->sbusy)
-					break;
-			}
-			sending |= k->sbusy;
-		}
-		/* receives */
-		unsigned int eofs = 0;
-
-		for (unsigned int i = 0; rconns && recv_left && i < c->nconns; i++) {
-			ret = conn_recv_run(c, &rconns[i], x, rs, &recv_left);
-			if (ret < 0)
-				goto out;
-			progress |= ret;
-			ret = 0;
-			eofs += rconns[i].reof;
-		}
-		if (recv_left && eofs == c->nconns) {
-			ret = dc_comm_fail(c, -ECONNRESET, "rank %d closed its connections during %s #%u: "
-					   "it died, left, or failed (its own error says why)", x->rpeer,
-					   dc_kname(x->tmpl.kind), x->tmpl.seq);
-			goto out;
-		}
-		if ((int)ss >= x->nst && !sending && !recv_left)
+		ret = send_some(c, x, &r, sconns, &sending);
+		if (ret < 0)
 			break;
-		if (progress) {
+		moved = ret;
+		ret = recv_some(c, x, &r, rconns);
+		if (ret < 0)
+			break;
+		moved |= ret;
+		ret = 0;
+		if ((int)r.ss >= x->nst && !sending && !r.recv_left)
+			break;
+		if (moved) {
 			deadline = dc_now_ms() + c->timeout_ms;
 			spin_until = 0;
 			continue;
 		}
-		struct epoll_event evs[16];
-		int64_t left = deadline - dc_now_ms();
-
-		if (left <= 0) {
-			ret = dc_comm_fail(c, -ETIMEDOUT, "%s #%u made no progress for %d ms (waiting "
-					   "for rank %d%s)", dc_kname(x->tmpl.kind), x->tmpl.seq,
-					   c->timeout_ms, recv_left ? x->rpeer : x->speer,
-					   recv_left ? "" : " to take data");
-			goto out;
-		}
-		int nev = dc_wait_events(c, evs, 16, &spin_until, (int)left);
-
-		if (nev < 0 && errno != EINTR) {
-			ret = dc_comm_fail(c, -errno, "epoll_wait: %s", strerror(errno));
-			goto out;
-		}
-		/* rdpmd's socket is read only when it wakes the engine */
-		for (int i = 0; i < nev; i++)
-			if (evs[i].data.u32 == DC_EPOLL_RDPM && (ret = dc_dm_check(c)))
-				goto out;
+		ret = wait_some(c, x, &r, deadline, &spin_until);
+		if (ret)
+			break;
 	}
-out:
-	if (rs != rs_stack)
-		free(rs);
-	if (donebuf != done_stack)
-		free(donebuf);
-	free(x->slots);
+	run_free(&r, x);
 	return ret;
 }
 

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Connections: listening, blocking I/O with a deadline, and the mesh of
+ * nconns TCP connections between every pair of ranks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include "internal.h"
+
+int dc_listen(struct sockaddr_storage *sa, socklen_t len, int *out)
+{
+	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return dc_fail(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)sa, len) || listen(fd, 1024)) {
+		int e = errno;
+
+		close(fd);
+		return dc_fail(-e, "listen: %s", strerror(e));
+	}
+	len = sizeof(*sa);
+	getsockname(fd, (struct sockaddr *)sa, &len);
+	*out = fd;
+	return 0;
+}
+
+/* Blocking helpers for set-up, with a deadline. */
+int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = wr ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+			       : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return dc_fail(-ECONNRESET, "set-up: the peer closed the connection");
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return dc_fail(-errno, "set-up: %s", strerror(errno));
+		struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
+		int64_t left = deadline - dc_now_ms();
+
+		if (left <= 0 || poll(&p, 1, (int)left) == 0)
+			return dc_fail(-ETIMEDOUT, "set-up: timed out");
+	}
+	return 0;
+}
+
+struct hello {
+	uint32_t magic;
+	uint32_t from;
+	uint32_t idx;
+	uint32_t pad;
+	uint64_t id;
+};
+
+/*
+ * TCP_NODELAY; non-blocking; the congestion control: reno unless set.
+ * Cubic's HyStart takes a train of ACKs a few microseconds apart, as between
+ * ranks of one host or one rack, for a full queue and leaves slow start with
+ * a window of a few dozen segments; over veth that made 512 KiB to 8 MiB
+ * allreduces 3x slower. BBR, the default of some distributions, paces each
+ * connection at its estimate of the path's rate, which halved loopback
+ * throughput. See Documentation/devcoll.rst.
+ */
+static int tune(devcoll_comm *c, int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (c->tcp_cc[0] &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, c->tcp_cc, (socklen_t)strlen(c->tcp_cc)) &&
+	    c->tcp_cc_set)
+		return dc_fail(-errno, "DEVCOLL_TCP_CONGESTION=%s: %s (an unprivileged process "
+			       "may use those of net.ipv4.tcp_allowed_congestion_control)",
+			       c->tcp_cc, strerror(errno));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* Connects to the lower ranks and accepts the higher ones on @lfd. */
+int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
+{
+	int64_t deadline = dc_now_ms() + c->timeout_ms;
+	int need = (c->size - 1 - c->rank) * (int)c->nconns, ret;
+
+	for (int j = 0; j < c->rank; j++) {
+		for (unsigned int k = 0; k < c->nconns; k++) {
+			struct conn *cn = &c->conns[j * c->nconns + k];
+			struct hello h = { WIRE_MAGIC, (uint32_t)c->rank, k, 0, c->id };
+			int fd;
+
+			for (;;) {
+				fd = socket(eps[j].sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+				if (fd < 0)
+					return dc_fail(-errno, "socket: %s", strerror(errno));
+				if (!connect(fd, (const struct sockaddr *)&eps[j].sa, eps[j].len))
+					break;
+				ret = -errno;
+				close(fd);
+				if (dc_now_ms() > deadline)
+					return dc_fail(ret, "connecting to rank %d: %s", j, strerror(-ret));
+				usleep(10000);
+			}
+			cn->fd = fd;
+			ret = dc_io_all(fd, &h, sizeof(h), true, deadline);
+			if (ret)
+				return ret;
+		}
+	}
+	while (need > 0) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		int64_t left = deadline - dc_now_ms();
+		struct hello h;
+		int fd;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return dc_fail(-ETIMEDOUT, "rank %d: timed out waiting for %d connections from "
+				       "higher ranks", c->rank, need);
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ret = dc_io_all(fd, &h, sizeof(h), false, deadline);
+		if (ret || h.magic != WIRE_MAGIC || h.id != c->id || (int)h.from <= c->rank ||
+		    (int)h.from >= c->size || h.idx >= c->nconns ||
+		    c->conns[h.from * c->nconns + h.idx].fd >= 0) {
+			close(fd);	/* not ours (a stray connection): ignore */
+			continue;
+		}
+		c->conns[h.from * c->nconns + h.idx].fd = fd;
+		need--;
+	}
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->epfd < 0)
+		return dc_fail(-errno, "epoll_create1: %s", strerror(errno));
+	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wakefd < 0)
+		return dc_fail(-errno, "eventfd: %s", strerror(errno));
+	struct epoll_event wev = { .events = EPOLLIN | EPOLLET, .data.u32 = UINT32_MAX };
+
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &wev))
+		return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
+	for (int i = 0; i < c->size * (int)c->nconns; i++) {
+		struct conn *cn = &c->conns[i];
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u32 = (uint32_t)i };
+
+		if (cn->fd < 0)
+			continue;
+		int ret = tune(c, cn->fd);
+
+		if (ret)
+			return ret;
+		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, cn->fd, &ev))
+			return dc_fail(-errno, "epoll_ctl: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* Reads @len bytes of @k into @buf, waiting until @end (ms) at most: the
+ * bytes read, fewer at the deadline, on an error or at the end of stream. */
+size_t dc_conn_read_for(devcoll_comm *c, struct conn *k, char *buf, size_t len, int64_t end)
+{
+	size_t got = 0;
+
+	while (got < len && dc_now_ms() < end) {
+		ssize_t n = dc_conn_recv(c, k, buf + got, len - got);
+		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == -EAGAIN)
+			poll(&p, 1, 10);
+		else
+			break;
+	}
+	return got;
+}
