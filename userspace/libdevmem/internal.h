@@ -210,6 +210,51 @@ int devmem_flow_spec(const char *ifname, const struct devmem_flow *flow,
 		     const struct devmem_flow_target *target, struct ethtool_rx_flow_spec *fs,
 		     uint32_t *rss_ctx);
 
+/* An open interface (nic.c); its changes go to @undo. */
+struct devmem_nic {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	struct devmem_nl *nl;
+	uint16_t ethtool, netdev;	/* generic netlink family ids */
+	int ioctl_fd;			/* any socket, for SIOCETHTOOL */
+	bool rss_ioctl;			/* no RSS_SET/RSS_CREATE_ACT netlink */
+	struct devmem_undo_log undo;
+};
+
+/* nic.c: an ethtool request for @nic (@set: omit the reply) */
+struct nlmsghdr *devmem_ethtool_msg(struct devmem_nic *nic, uint8_t cmd, uint16_t hdr_type,
+				    bool set);
+/* SIOCETHTOOL with @cmd on @nic: 0 or -errno */
+int devmem_ethtool_ioctl(struct devmem_nic *nic, void *cmd);
+
+/* the ntuple-filters feature: whether the driver can switch it, and whether on */
+struct feature {
+	const char *name;
+	bool hw, active;
+};
+
+int devmem_ntuple_get(struct devmem_nic *nic, struct feature *ft);
+
+/* rss.c: the main table (ctx 0) or a context's; the caller frees r->indir */
+struct rss {
+	uint32_t *indir;
+	uint32_t size;
+	bool nomem;
+};
+
+int devmem_rss_get(struct devmem_nic *nic, uint32_t ctx, struct rss *r);
+/* the main table (@size 0: the driver's default) */
+int devmem_rss_set(struct devmem_nic *nic, const uint32_t *indir, uint32_t size, const char *what);
+/* a context with table @t: id @want (0: any) where netlink lets us choose;
+ * its id in *@id */
+int devmem_rss_ctx_create(struct devmem_nic *nic, uint32_t want, const uint32_t *t,
+			  uint32_t size, uint32_t *id, const char *what);
+int devmem_rss_ctx_delete(struct devmem_nic *nic, uint32_t ctx, const char *what);
+
+/* flow.c: SIOCETHTOOL rule insertion and deletion, without undo records */
+int devmem_rule_insert(struct devmem_nic *nic, struct ethtool_rx_flow_spec *fs, uint32_t rss_ctx);
+int devmem_rule_delete(struct devmem_nic *nic, uint32_t loc);
+
 /* A NIC handle without kernel state, for tests of argument checks. */
 struct devmem_nic *devmem_nic_alloc(const char *ifname, int ifindex);
 /* RSS through SIOCETHTOOL as on kernels without ethtool netlink RSS_SET
