@@ -11,7 +11,7 @@
 #include "rdpm_proto.h"
 #include "config.h"
 
-/* One line per event on stderr, "<N>" priority first: journald reads it. */
+/* log.c: one line per event on stderr, "<N>" priority first: journald reads it. */
 void rdpm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A configured NIC and what rdpmd changed on it. */
@@ -28,6 +28,17 @@ struct rdpm_nic {
 	bool bound[RDPM_MAX_QUEUES];
 };
 
+/* The daemon's state (server.c). */
+struct rdpmd {
+	struct rdpm_conf conf;
+	const char *conf_path;
+	struct rdpm_nic nics[RDPM_CONF_MAX_NICS];
+	unsigned int nnics;
+	int epfd;
+};
+
+extern struct rdpmd rdpmd;
+
 /*
  * Removes what a previous rdpmd left on @n's device (its state file says
  * what), then reserves queues as configured and records the originals in
@@ -40,5 +51,19 @@ void rdpm_nic_teardown(struct rdpm_nic *n, bool restore);
 int rdpm_nic_rule_add(struct rdpm_nic *n, const struct devmem_flow *flow, unsigned int queue,
 		      uint32_t *rule);
 void rdpm_nic_rule_del(struct rdpm_nic *n, uint32_t rule, unsigned int queue);
+
+/* clients.c: a new connection on listening socket @lfd; an epoll event of
+ * a client's socket; closing the clients that died (after an event batch),
+ * or all (at exit). */
+void rdpmd_client_accept(int lfd);
+void rdpmd_client_event(void *client, uint32_t events);
+void rdpmd_clients_reap(void);
+void rdpmd_clients_close_all(void);
+/* Drops every binding of @c (NULL: everyone's) on @n (NULL: all NICs),
+ * telling the clients with @event when non-zero; how many went. */
+struct client;
+unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event);
+/* Re-reads the configuration: access lists and quotas change now. */
+int rdpmd_reload(void);
 
 #endif

@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdpmd's clients: who they are and may use, their requests (HELLO,
+ * REGISTER, STEER, UNSTEER, UNREGISTER, STATUS, DRAIN, RELOAD) and replies,
+ * and the bindings and flows they own, released when they go.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libmnl/libmnl.h>
+#include <linux/if.h>
+#include <linux/rtnetlink.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "rdpmd.h"
+
+#define MAX_BINDINGS_PER_CLIENT	16
+
+
+struct client;
+
+struct binding {
+	struct binding *next;
+	uint32_t handle;
+	struct client *c;
+	struct rdpm_nic *n;
+	struct devmem_mem *mem;
+	struct devmem_binding *b;
+	unsigned int nq, q[RDPM_MAX_QUEUES];
+	dev_t dev;
+	ino_t ino;
+};
+
+struct flow {
+	struct flow *next;
+	uint32_t id;
+	struct client *c;
+	struct binding *b;
+	struct devmem_flow f;
+	uint32_t rule;
+	unsigned int queue;
+};
+
+struct client {
+	struct client *next;
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[64];
+	int ngroups;
+	bool hello;
+	bool dead;
+};
+
+
+static struct client *clients;
+static struct binding *bindings;
+static struct flow *flows;
+static uint32_t next_handle = 1, next_flow = 1;
+static unsigned int nclients;
+
+static uint32_t new_id(uint32_t *next)
+{
+	uint32_t id = (*next)++;
+
+	if (!*next)
+		*next = 1;
+	return id;
+}
+
+static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *body, size_t len)
+{
+	struct rdpm_hdr h = { .magic = RDPM_MAGIC, .version = RDPM_VERSION, .type = type,
+			      .length = sizeof(h) + len, .id = id };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (c->dead)
+		return;
+	/* A client that does not read its replies loses its connection
+	 * rather than stalling everyone else. */
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		rdpm_log(LOG_WARNING, "client pid %d uid %u: cannot send (%m): disconnecting",
+			 c->pid, c->uid);
+		c->dead = true;
+	}
+}
+
+static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
+{
+	struct {
+		struct rdpm_error e;
+		char msg[512];
+	} r = { .e = { .err = err, .request_type = req->type } };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+	va_end(ap);
+	rdpm_log(LOG_NOTICE, "client pid %d uid %u: request %u refused: %s (%s)", c->pid, c->uid,
+		 req->type, r.msg, strerror(-err));
+	send_msg(c, RDPM_ERROR, req->id, &r, sizeof(r.e) + strlen(r.msg) + 1);
+	return err;
+}
+
+static void send_event(struct client *c, uint32_t ev, uint32_t handle, const char *ifname)
+{
+	struct rdpm_event e = { .event = ev, .handle = handle };
+
+	snprintf(e.ifname, sizeof(e.ifname), "%s", ifname);
+	send_msg(c, RDPM_EVENT, 0, &e, sizeof(e));
+}
+
+static bool is_admin(const struct client *c)
+{
+	return c->uid == 0 || rdpm_idlist_has(&rdpmd.conf.admin_users, c->uid);
+}
+
+static bool may_use(const struct client *c, const struct rdpm_nic_conf *nc)
+{
+	if (c->uid == 0 || rdpm_idlist_has(&nc->users, c->uid))
+		return true;
+	if (rdpm_idlist_has(&nc->groups, c->gid))
+		return true;
+	for (int i = 0; i < c->ngroups; i++)
+		if (rdpm_idlist_has(&nc->groups, c->groups[i]))
+			return true;
+	return false;
+}
+
+static struct rdpm_nic *nic_by_name(const char *name)
+{
+	for (unsigned int i = 0; i < rdpmd.nnics; i++)
+		if (!strcmp(rdpmd.nics[i].conf.name, name))
+			return &rdpmd.nics[i];
+	return NULL;
+}
+
+static void flow_remove(struct flow *f)
+{
+	struct flow **pp;
+
+	for (pp = &flows; *pp != f; pp = &(*pp)->next)
+		;
+	*pp = f->next;
+	rdpm_nic_rule_del(f->b->n, f->rule, f->queue);
+	free(f);
+}
+
+static void binding_remove(struct binding *b)
+{
+	struct binding **pp;
+	struct flow *f, *next;
+
+	for (f = flows; f; f = next) {
+		next = f->next;
+		if (f->b == b)
+			flow_remove(f);
+	}
+	for (pp = &bindings; *pp != b; pp = &(*pp)->next)
+		;
+	*pp = b->next;
+	devmem_unbind(b->b);
+	devmem_mem_free(b->mem);
+	for (unsigned int i = 0; i < b->nq; i++)
+		b->n->bound[b->q[i] - b->n->first] = false;
+	rdpm_log(LOG_INFO, "%s: binding %u of pid %d unbound", b->n->conf.name, b->handle,
+		 b->c->pid);
+	free(b);
+}
+
+/* Drops every binding (with its flows) of @c (NULL: everyone's) on @n
+ * (NULL: all NICs); tells the clients with @event when non-zero. */
+unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event)
+{
+	struct binding *b, *next;
+	unsigned int count = 0;
+
+	for (b = bindings; b; b = next) {
+		next = b->next;
+		if ((c && b->c != c) || (n && b->n != n))
+			continue;
+		if (event)
+			send_event(b->c, event, b->handle, b->n->conf.name);
+		binding_remove(b);
+		count++;
+	}
+	return count;
+}
+
+static void client_close(struct client *c)
+{
+	struct client **pp;
+	unsigned int nb = rdpmd_drop(c, NULL, 0);
+
+	for (pp = &clients; *pp != c; pp = &(*pp)->next)
+		;
+	*pp = c->next;
+	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	nclients--;
+	rdpm_log(LOG_INFO, "client pid %d uid %u disconnected; %u binding(s) released", c->pid,
+		 c->uid, nb);
+	free(c);
+}
+
+static void do_hello(struct client *c, const struct rdpm_msg *m)
+{
+	struct rdpm_hello_reply r = { .version = RDPM_VERSION, .max_msg = RDPM_MAX_MSG };
+
+	if (RDPM_VERSION < m->u.hello.min_version || RDPM_VERSION > m->u.hello.max_version) {
+		reply_err(c, &m->hdr, -EPROTONOSUPPORT, "rdpmd speaks protocol version %d only, "
+			  "the client %u to %u", RDPM_VERSION, m->u.hello.min_version,
+			  m->u.hello.max_version);
+		return;
+	}
+	c->hello = true;
+	send_msg(c, RDPM_HELLO | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
+}
+
+/* Refuses a dma-buf registered already, or one over the client's quotas. */
+static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
+			  const struct stat *st, uint64_t size)
+{
+	unsigned int nb = 0;
+	uint64_t used = 0;
+
+	for (struct binding *it = bindings; it; it = it->next) {
+		if (it->dev == st->st_dev && it->ino == st->st_ino)
+			return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already registered "
+					 "(handle %u%s)", it->handle,
+					 it->c == c ? "" : ", by another client");
+		if (it->c == c) {
+			nb++;
+			if (it->n == n)
+				used += devmem_mem_size(it->mem);
+		}
+	}
+	if (nb >= MAX_BINDINGS_PER_CLIENT)
+		return reply_err(c, &m->hdr, -EDQUOT, "quota: at most %d buffers per client",
+				 MAX_BINDINGS_PER_CLIENT);
+	if (used + size > n->conf.max_bytes)
+		return reply_err(c, &m->hdr, -EDQUOT, "quota: %llu bytes already bound on %s, "
+				 "%llu more exceed max_bytes %llu", (unsigned long long)used,
+				 n->conf.name, (unsigned long long)size,
+				 (unsigned long long)n->conf.max_bytes);
+	return 0;
+}
+
+/* Picks the free reserved queues the request wants, in @b. */
+static int register_queues(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
+			   struct binding *b)
+{
+	unsigned int want = m->u.reg.nqueues ? m->u.reg.nqueues :
+			    n->conf.queues_per_binding ? n->conf.queues_per_binding :
+			    n->conf.reserve;
+
+	for (unsigned int i = 0; i < n->conf.reserve && b->nq < want; i++)
+		if (!n->bound[i])
+			b->q[b->nq++] = n->first + i;
+	if (b->nq < want)
+		return reply_err(c, &m->hdr, -EBUSY, "%s: %u reserved queue(s) wanted, %u of %u "
+				 "free (others are bound to other buffers)", n->conf.name, want,
+				 b->nq, n->conf.reserve);
+	return 0;
+}
+
+/* Binds @b's dma-buf to its queues and replies with the binding. */
+static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
+			 struct binding *b, const struct stat *st)
+{
+	struct rdpm_register_reply r = { 0 };
+	int err = devmem_bind_rx(&b->b, n->nic, b->mem, b->q, b->nq);
+
+	if (err)
+		return reply_err(c, &m->hdr, err, "%s", devmem_last_error());
+	for (unsigned int i = 0; i < b->nq; i++)
+		n->bound[b->q[i] - n->first] = true;
+	b->handle = new_id(&next_handle);
+	b->c = c;
+	b->n = n;
+	b->dev = st->st_dev;
+	b->ino = st->st_ino;
+	b->next = bindings;
+	bindings = b;
+	r.handle = b->handle;
+	r.dmabuf_id = devmem_binding_id(b->b);
+	r.nqueues = b->nq;
+	memcpy(r.queues, b->q, sizeof(r.queues));
+	rdpm_log(LOG_INFO, "%s: pid %d uid %u bound %llu bytes as dmabuf %u to queue(s) %u-%u "
+		 "(handle %u)", n->conf.name, c->pid, c->uid,
+		 (unsigned long long)devmem_mem_size(b->mem), r.dmabuf_id, b->q[0],
+		 b->q[b->nq - 1], b->handle);
+	send_msg(c, RDPM_REGISTER | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
+	return 0;
+}
+
+static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
+{
+	const char *ifname = m->u.reg.ifname;
+	struct rdpm_nic *n = nic_by_name(ifname);
+	struct binding *b;
+	struct stat st;
+	int err;
+
+	if (!n)
+		return (void)reply_err(c, &m->hdr, -ENODEV, "%s is not a NIC rdpmd manages "
+					"(see its configuration)", ifname);
+	if (!may_use(c, &n->conf))
+		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not use %s (users/groups "
+					"of [nic %s] in %s)", c->uid, ifname, ifname,
+					rdpmd.conf_path);
+	if (fstat(fd, &st))
+		return (void)reply_err(c, &m->hdr, -errno, "fstat of the fd: %m");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+	/* The request is checked before the NIC's state: bad input gets the
+	 * same answer whatever the NIC is doing. */
+	err = devmem_mem_import(&b->mem, fd);
+	if (err) {
+		free(b);
+		return (void)reply_err(c, &m->hdr, err, "%s", devmem_last_error());
+	}
+	if (!n->nic)
+		err = reply_err(c, &m->hdr, -ENODEV, "%s is absent or could not be set up (see "
+				"rdpmd's log)", ifname);
+	else if (!n->up)
+		err = reply_err(c, &m->hdr, -ENETDOWN, "%s is down", ifname);
+	else
+		err = register_quota(c, m, n, &st, devmem_mem_size(b->mem));
+	if (!err)
+		err = register_queues(c, m, n, b);
+	if (!err)
+		err = register_bind(c, m, n, b, &st);
+	if (err) {
+		devmem_mem_free(b->mem);
+		free(b);
+	}
+}
+
+static struct binding *own_binding(struct client *c, uint32_t handle)
+{
+	for (struct binding *b = bindings; b; b = b->next)
+		if (b->handle == handle && b->c == c)
+			return b;
+	return NULL;
+}
+
+static void do_steer(struct client *c, const struct rdpm_msg *m)
+{
+	const struct rdpm_steer *s = &m->u.steer;
+	struct binding *b = own_binding(c, s->handle);
+	struct rdpm_steer_reply r;
+	unsigned int count = 0, best;
+	struct flow *f;
+	int err;
+
+	if (!b)
+		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
+					"client (REGISTER one first)", s->handle);
+	if (s->dport < 1024 && c->uid != 0 &&
+	    !rdpm_idlist_has(&b->n->conf.low_port_users, c->uid))
+		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not steer port %u (below "
+					"1024: low_port_users of [nic %s])", c->uid, s->dport,
+					b->n->conf.name);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+	f->f.family = s->family;
+	memcpy(f->f.src, s->src, 16);
+	memcpy(f->f.dst, s->dst, 16);
+	f->f.sport = s->sport;
+	f->f.dport = s->dport;
+	for (struct flow *o = flows; o; o = o->next) {
+		if (o->b->n == b->n && !memcmp(&o->f, &f->f, sizeof(f->f))) {
+			free(f);
+			return (void)reply_err(c, &m->hdr, -EADDRINUSE, "this flow is already "
+						"steered%s (flow %u)", o->c == c ? "" :
+						" by another client", o->c == c ? o->id : 0);
+		}
+		if (o->c == c && o->b->n == b->n)
+			count++;
+	}
+	if (count >= b->n->conf.max_rules) {
+		free(f);
+		return (void)reply_err(c, &m->hdr, -EDQUOT, "quota: %u flow rules on %s, the "
+					"most max_rules allows", count, b->n->conf.name);
+	}
+	/* The least-loaded queue of the binding. */
+	best = b->q[0];
+	for (unsigned int i = 1; i < b->nq; i++)
+		if (b->n->rules[b->q[i] - b->n->first] < b->n->rules[best - b->n->first])
+			best = b->q[i];
+	err = rdpm_nic_rule_add(b->n, &f->f, best, &f->rule);
+	if (err) {
+		free(f);
+		return (void)reply_err(c, &m->hdr, err, "%s", devmem_last_error());
+	}
+	f->id = new_id(&next_flow);
+	f->c = c;
+	f->b = b;
+	f->queue = best;
+	f->next = flows;
+	flows = f;
+	r.flow = f->id;
+	r.queue = best;
+	send_msg(c, RDPM_STEER | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
+}
+
+static void do_unsteer(struct client *c, const struct rdpm_msg *m)
+{
+	for (struct flow *f = flows; f; f = f->next) {
+		if (f->id == m->u.unsteer.flow && f->c == c) {
+			flow_remove(f);
+			send_msg(c, RDPM_UNSTEER | RDPM_REPLY, m->hdr.id, NULL, 0);
+			return;
+		}
+	}
+	reply_err(c, &m->hdr, -ENOENT, "no flow %u of this client", m->u.unsteer.flow);
+}
+
+static void do_unregister(struct client *c, const struct rdpm_msg *m)
+{
+	struct binding *b = own_binding(c, m->u.unreg.handle);
+
+	if (!b)
+		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
+					"client", m->u.unreg.handle);
+	binding_remove(b);
+	send_msg(c, RDPM_UNREGISTER | RDPM_REPLY, m->hdr.id, NULL, 0);
+}
+
+/* A growing text buffer for STATUS. */
+struct buf {
+	char *p;
+	size_t n, cap;
+	bool full;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->cap - b->n)
+		b->full = true;
+	else
+		b->n += n;
+}
+
+static void status_text(struct buf *o, bool json)
+{
+	unsigned int nb, nf;
+
+	bprintf(o, json ? "{\"nics\": [" : "");
+	for (unsigned int i = 0; i < rdpmd.nnics; i++) {
+		struct rdpm_nic *n = &rdpmd.nics[i];
+
+		if (json)
+			bprintf(o, "%s{\"name\": \"%s\", \"present\": %s, \"up\": %s", i ? ", " : "",
+				n->conf.name, n->nic ? "true" : "false", n->up ? "true" : "false");
+		else
+			bprintf(o, "nic %s: %s\n", n->conf.name,
+				!n->nic ? "absent" : n->up ? "up" : "down");
+		if (!n->nic) {
+			bprintf(o, json ? "}" : "");
+			continue;
+		}
+		if (json) {
+			bprintf(o, ", \"queues\": %u, \"reserved\": [", n->queues);
+			for (unsigned int q = 0; q < n->conf.reserve; q++)
+				bprintf(o, "%s{\"queue\": %u, \"bound\": %s, \"flows\": %u}",
+					q ? ", " : "", n->first + q, n->bound[q] ? "true" : "false",
+					n->rules[q]);
+			bprintf(o, "], \"rss_ctx\": %u, \"bindings\": [", n->rss_ctx);
+		} else {
+			bprintf(o, "  reserved queues %u-%u (RSS context %u)\n", n->first,
+				n->queues - 1, n->rss_ctx);
+			for (unsigned int q = 0; q < n->conf.reserve; q++)
+				bprintf(o, "  queue %u: %s, %u flow(s)\n", n->first + q,
+					n->bound[q] ? "bound" : "free", n->rules[q]);
+		}
+		nb = 0;
+		for (struct binding *b = bindings; b; b = b->next) {
+			if (b->n != n)
+				continue;
+			if (json) {
+				bprintf(o, "%s{\"handle\": %u, \"pid\": %d, \"uid\": %u, "
+					"\"dmabuf_id\": %u, \"bytes\": %zu, \"queues\": [",
+					nb ? ", " : "", b->handle, b->c->pid, b->c->uid,
+					devmem_binding_id(b->b), devmem_mem_size(b->mem));
+				for (unsigned int q = 0; q < b->nq; q++)
+					bprintf(o, "%s%u", q ? ", " : "", b->q[q]);
+				bprintf(o, "], \"flows\": [");
+			} else {
+				bprintf(o, "  binding %u: pid %d uid %u dmabuf %u, %zu bytes, queues",
+					b->handle, b->c->pid, b->c->uid, devmem_binding_id(b->b),
+					devmem_mem_size(b->mem));
+				for (unsigned int q = 0; q < b->nq; q++)
+					bprintf(o, " %u", b->q[q]);
+				bprintf(o, "\n");
+			}
+			nf = 0;
+			for (struct flow *f = flows; f; f = f->next) {
+				if (f->b != b)
+					continue;
+				if (json)
+					bprintf(o, "%s{\"flow\": %u, \"queue\": %u, \"rule\": %u, "
+						"\"dport\": %u, \"sport\": %u, \"family\": %d}",
+						nf ? ", " : "", f->id, f->queue, f->rule,
+						f->f.dport, f->f.sport, f->f.family);
+				else
+					bprintf(o, "    flow %u: tcp%d port %u -> queue %u (rule %u)\n",
+						f->id, f->f.family == AF_INET ? 4 : 6, f->f.dport,
+						f->queue, f->rule);
+				nf++;
+			}
+			bprintf(o, json ? "]}" : "");
+			nb++;
+		}
+		bprintf(o, json ? "]}" : "");
+	}
+	bprintf(o, json ? "], \"clients\": [" : "clients:\n");
+	nb = 0;
+	for (struct client *c = clients; c; c = c->next, nb++)
+		bprintf(o, json ? "%s{\"pid\": %d, \"uid\": %u}" : "%s  pid %d uid %u\n",
+			json && nb ? ", " : "", c->pid, c->uid);
+	bprintf(o, json ? "]}\n" : "");
+}
+
+static void do_status(struct client *c, const struct rdpm_msg *m)
+{
+	struct buf o = { .cap = RDPM_MAX_STATUS - sizeof(struct rdpm_hdr) };
+	bool allowed = is_admin(c);
+
+	for (unsigned int i = 0; i < rdpmd.nnics && !allowed; i++)
+		allowed = may_use(c, &rdpmd.nics[i].conf);
+	if (!allowed)
+		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may use no NIC of rdpmd",
+					c->uid);
+	o.p = malloc(o.cap);
+	if (!o.p)
+		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+	status_text(&o, m->u.status.flags & RDPM_STATUS_JSON);
+	if (o.full)
+		reply_err(c, &m->hdr, -EMSGSIZE, "the status is larger than RDPM_MAX_STATUS");
+	else
+		send_msg(c, RDPM_STATUS | RDPM_REPLY, m->hdr.id, o.p, o.n + 1);
+	free(o.p);
+}
+
+static void do_drain(struct client *c, const struct rdpm_msg *m)
+{
+	struct rdpm_nic *n = nic_by_name(m->u.drain.ifname);
+	unsigned int count;
+
+	if (!is_admin(c))
+		return (void)reply_err(c, &m->hdr, -EPERM, "draining needs uid 0 or admin_users");
+	if (!n)
+		return (void)reply_err(c, &m->hdr, -ENODEV, "%s is not a NIC rdpmd manages",
+					m->u.drain.ifname);
+	count = rdpmd_drop(NULL, n, RDPM_EV_DRAINED);
+	rdpm_log(LOG_NOTICE, "%s: drained by pid %d uid %u: %u binding(s) removed",
+		 n->conf.name, c->pid, c->uid, count);
+	send_msg(c, RDPM_DRAIN | RDPM_REPLY, m->hdr.id, NULL, 0);
+}
+
+int rdpmd_reload(void)
+{
+	struct rdpm_conf *nc = malloc(sizeof(*nc));
+	char err[512];
+	int ret;
+
+	if (!nc)
+		return -ENOMEM;
+	ret = rdpm_conf_load(rdpmd.conf_path, nc, err, sizeof(err));
+	if (ret) {
+		rdpm_log(LOG_ERR, "reload: %s; keeping the running configuration", err);
+		free(nc);
+		return ret;
+	}
+	/* Access lists and quotas change now; the socket, NICs and their
+	 * reservations only with a restart. */
+	for (unsigned int i = 0; i < rdpmd.nnics; i++) {
+		const struct rdpm_nic_conf *x = rdpm_conf_nic(nc, rdpmd.nics[i].conf.name);
+		struct binding *b, *next;
+
+		if (!x) {
+			rdpm_log(LOG_WARNING, "reload: [nic %s] removed: takes effect at restart",
+				 rdpmd.nics[i].conf.name);
+			continue;
+		}
+		if (x->reserve != rdpmd.nics[i].conf.reserve)
+			rdpm_log(LOG_WARNING, "reload: %s: reserve changes at restart",
+				 rdpmd.nics[i].conf.name);
+		rdpmd.nics[i].conf.users = x->users;
+		rdpmd.nics[i].conf.groups = x->groups;
+		rdpmd.nics[i].conf.low_port_users = x->low_port_users;
+		rdpmd.nics[i].conf.max_rules = x->max_rules;
+		rdpmd.nics[i].conf.max_bytes = x->max_bytes;
+		if (x->queues_per_binding <= rdpmd.nics[i].conf.reserve)
+			rdpmd.nics[i].conf.queues_per_binding = x->queues_per_binding;
+		for (b = bindings; b; b = next) {
+			next = b->next;
+			if (b->n == &rdpmd.nics[i] && !may_use(b->c, &b->n->conf)) {
+				send_event(b->c, RDPM_EV_CONFIG, b->handle, b->n->conf.name);
+				binding_remove(b);
+			}
+		}
+	}
+	rdpmd.conf.admin_users = nc->admin_users;
+	rdpmd.conf.max_clients = nc->max_clients;
+	free(nc);
+	rdpm_log(LOG_NOTICE, "configuration reloaded from %s", rdpmd.conf_path);
+	return 0;
+}
+
+static void do_reload(struct client *c, const struct rdpm_msg *m)
+{
+	if (!is_admin(c))
+		return (void)reply_err(c, &m->hdr, -EPERM, "reloading needs uid 0 or admin_users");
+	if (rdpmd_reload())
+		return (void)reply_err(c, &m->hdr, -EINVAL, "the configuration has errors (see "
+					"rdpmd's log); the running one stays");
+	send_msg(c, RDPM_RELOAD | RDPM_REPLY, m->hdr.id, NULL, 0);
+}
+
+/* One packet from @c. */
+static void client_read(struct client *c)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} ctl;
+	char buf[RDPM_MAX_MSG];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	int fds[8], nfds = 0;
+	struct rdpm_msg m;
+	const char *why;
+	ssize_t n;
+	int err;
+
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		c->dead = true;
+		return;
+	}
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (nfds < 8)
+				fds[nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (mh.msg_flags & MSG_TRUNC) {
+		err = rdpm_parse(buf, n, 0, &m, &why);
+		reply_err(c, &m.hdr, -EMSGSIZE, "oversized: longer than %d bytes", RDPM_MAX_MSG);
+	} else if (mh.msg_flags & MSG_CTRUNC) {
+		rdpm_parse(buf, n, 0, &m, &why);
+		reply_err(c, &m.hdr, -EINVAL, "too many file descriptors attached");
+	} else if ((err = rdpm_parse(buf, n, nfds, &m, &why))) {
+		reply_err(c, &m.hdr, err, "malformed request: %s", why);
+	} else if (!c->hello && m.hdr.type != RDPM_HELLO) {
+		reply_err(c, &m.hdr, -EPROTO, "out of order: HELLO must come first");
+	} else {
+		switch (m.hdr.type) {
+		case RDPM_HELLO: do_hello(c, &m); break;
+		case RDPM_REGISTER: do_register(c, &m, fds[0]); break;
+		case RDPM_STEER: do_steer(c, &m); break;
+		case RDPM_UNSTEER: do_unsteer(c, &m); break;
+		case RDPM_UNREGISTER: do_unregister(c, &m); break;
+		case RDPM_STATUS: do_status(c, &m); break;
+		case RDPM_DRAIN: do_drain(c, &m); break;
+		case RDPM_RELOAD: do_reload(c, &m); break;
+		}
+	}
+	/* The daemon keeps no client fd: a binding holds its own dup. */
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+void rdpmd_client_accept(int lfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct client *c;
+	int fd, force = 1 << 20;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    nclients >= rdpmd.conf.max_clients) {
+		rdpm_log(LOG_WARNING, "refusing a connection: %s", nclients >= rdpmd.conf.max_clients ?
+			 "max_clients reached" : "no credentials");
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->pid = cr.pid;
+	c->uid = cr.uid;
+	c->gid = cr.gid;
+	len = sizeof(c->groups);
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len))
+		c->ngroups = len / sizeof(gid_t);
+	/* Room for a full STATUS reply. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &force, sizeof(force));
+	ev.data.ptr = c;
+	if (epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->next = clients;
+	clients = c;
+	nclients++;
+	rdpm_log(LOG_INFO, "client pid %d uid %u gid %u connected", c->pid, c->uid, c->gid);
+}
+
+
+void rdpmd_client_event(void *client, uint32_t events)
+{
+	struct client *c = client;
+
+	if (events & EPOLLIN)
+		client_read(c);
+	else
+		c->dead = true;
+}
+
+void rdpmd_clients_reap(void)
+{
+	for (struct client *c = clients, *next; c; c = next) {
+		next = c->next;
+		if (c->dead)
+			client_close(c);
+	}
+}
+
+void rdpmd_clients_close_all(void)
+{
+	while (clients)
+		client_close(clients);
+}
