@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "check.h"
+#include "devtcp/check.h"
 #include "config.h"
 
 int main(void)

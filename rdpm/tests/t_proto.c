@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "check.h"
+#include "devtcp/check.h"
 #include "proto.h"
 
 struct pkt {

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "devcoll.h"
+#include "devtcp/check.h"
 
 static inline double now_s(void)
 {

@@ -9,7 +9,7 @@
  * Against a stand-in libcuda (fake_cuda.so: its device memory is mapped
  * PROT_NONE, so the library touching it other than through CUDA's copies
  * crashes the test) unless DEVMEM_LIBCUDA names the real one, as
- * selftests/libdevcoll/gpu_test.sh does on a GPU host.
+ * userspace/libdevcoll/tests/gpu_test.sh does on a GPU host.
  */
 #include <dlfcn.h>
 #include <libgen.h>
@@ -441,8 +441,7 @@ int main(int argc, char **argv)
 	/* loaded here, initialised in the ranks: CUDA does not survive fork */
 	handle = dlopen(lib, RTLD_NOW | RTLD_NODELETE);
 	if (!handle) {
-		printf("SKIP: cannot load %s: %s\n", lib, dlerror());
-		return 4;
+		return check_skip("cannot load %s: %s", lib, dlerror());
 	}
 	*(void **)&fake_pushed = dlsym(handle, "fake_cuda_pushed");
 	*(void **)&fake_host_allocs = dlsym(handle, "fake_cuda_host_allocs");

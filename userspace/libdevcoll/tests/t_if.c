@@ -79,9 +79,8 @@ int main(void)
 	int fails = 0;
 
 	if (geteuid()) {
-		printf("SKIP (loudly): DEVCOLL_IF's test makes a network namespace and interfaces: "
-		       "needs root\n");
-		return 4;
+		return check_skip("DEVCOLL_IF's test makes a network namespace and interfaces: "
+				  "needs root");
 	}
 	if (unshare(CLONE_NEWNET)) {
 		printf("FAIL: unshare(CLONE_NEWNET): %s\n", strerror(errno));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * CUDA memory on a real GPU (run by selftests/libdevmem/gpu_test.sh): the
+ * CUDA memory on a real GPU (run by userspace/libdevmem/tests/gpu_test.sh): the
  * dma-buf export, its size and exporter as the kernel reports them, copies
  * at odd offsets and lengths, bounds, two buffers kept apart, a device that
  * does not exist, and release: allocating and freeing 1 GiB more times than
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "devmem.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 #define MSG devmem_last_error()
 
@@ -175,8 +175,7 @@ int main(int argc, char **argv)
 
 	ret = devmem_mem_cuda(&m, 0, 1);
 	if (ret == -ENODEV) {
-		printf("SKIP: no GPU: %s\n", MSG);
-		return 4;
+		return check_skip("no GPU: %s", MSG);
 	}
 	CHECK(ret == 0, "1 byte of CUDA memory: %d '%s'", ret, MSG);
 	if (ret)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 static void *other_thread(void *arg)
 {

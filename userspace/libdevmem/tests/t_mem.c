@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 #define SENTINEL ((struct devmem_mem *)0x1)
 #define HAS(s) (strstr(devmem_last_error(), (s)) != NULL)

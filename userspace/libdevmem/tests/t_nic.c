@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "internal.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 static void test_flow_v4(void)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 static uint8_t req_buf[512] __attribute__((aligned(4)));
 static uint8_t err_buf[1024] __attribute__((aligned(4)));

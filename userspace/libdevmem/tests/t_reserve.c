@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "devtcp/check.h"
 #include "internal.h"
 
 static char dir[] = "/tmp/t_reserve.XXXXXX";

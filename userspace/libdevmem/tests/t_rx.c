@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 #define MSG devmem_last_error()
 #define HAS(s) (strstr(MSG, (s)) != NULL)

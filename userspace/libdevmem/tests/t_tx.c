@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "check.h"
+#include "devtcp/check.h"
 
 static struct devmem_zc zc;
 

@@ -3,7 +3,7 @@
 # errors exit 2 and say what is wrong, failures exit 1 with the library's
 # message, nothing is changed on the host.
 set -u
-devmem=$(cd "$(dirname "$0")/../.." && pwd)/userspace/tools/devmem
+devmem=$(cd "$(dirname "$0")/.." && pwd)/devmem
 [ -x "$devmem" ] || { echo "FAIL: $devmem not built (make)"; exit 1; }
 fails=0
 # expect STATUS REGEX ARGS...: devmem ARGS exits STATUS, its stderr matches REGEX.

@@ -3,7 +3,7 @@
 # (.so man3/PAGE) included: laid out as installed (man3/), since .so paths
 # are relative to the manual's root.
 set -u
-src=$(cd "$(dirname "$0")/../../userspace/libdevmem/man" && pwd) || exit 1
+src=$(cd "$(dirname "$0")/../man" && pwd) || exit 1
 command -v man > /dev/null || { echo "FAIL: man is not installed (man-db, see selftests/vm/provision)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -3,7 +3,7 @@
 # bounded time (RDPM_FUZZ_SECONDS, default 30) from the corpus in the tree
 # (rdpm/fuzz/corpus); any crash, sanitizer report or broken invariant fails.
 set -u
-cd "$(dirname "$0")/../../rdpm/fuzz" || exit 1
+cd "$(dirname "$0")/../fuzz" || exit 1
 clang=$(command -v clang-14 || command -v clang) ||
 	{ echo "SKIP: no clang on this host (apt-get install clang)"; exit 4; }
 make -s fuzz_proto CLANG="$clang" || { echo "FAIL: building the fuzzer"; exit 1; }

@@ -5,7 +5,7 @@
 # without an NVIDIA GPU and driver (CI has none; unit_test.sh runs t_cuda
 # against the stand-in there).
 set -u
-cd "$(dirname "$0")/../../userspace/libdevcoll/tests" || exit 1
+cd "$(dirname "$0")" || exit 1
 if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
 	echo "SKIP: no NVIDIA GPU (nvidia-smi finds none)"
 	exit 4

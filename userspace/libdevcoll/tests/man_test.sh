@@ -3,7 +3,7 @@
 # warning, link pages included (laid out as installed, man3/); every
 # function libdevcoll exports has its page.
 set -u
-src=$(cd "$(dirname "$0")/../../userspace/libdevcoll/man" && pwd) || exit 1
+src=$(cd "$(dirname "$0")/../man" && pwd) || exit 1
 command -v man > /dev/null || { echo "FAIL: man is not installed (man-db, see selftests/vm/provision)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

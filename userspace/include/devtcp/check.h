@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Host unit tests of libdevmem: each t_*.c is a program that runs its cases
- * and exits 0 only when every CHECK held. Built with ASan and UBSan.
+ * The host unit tests' one helper header (libdevmem, libdevcoll, rdpm): each
+ * t_*.c is a program that runs its cases and exits 0 only when every CHECK
+ * held, or CHECK_SKIP (kselftest's 4) after saying why on a "SKIP:" line,
+ * which selftests/unit_lib.sh and the KTAP runner report as a skip. Built
+ * with ASan and UBSan.
  */
-#ifndef LIBDEVMEM_TESTS_CHECK_H
-#define LIBDEVMEM_TESTS_CHECK_H
+#ifndef DEVTCP_CHECK_H
+#define DEVTCP_CHECK_H
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,11 @@ static int check_failures;
 		printf("\n");							\
 	}									\
 } while (0)
+
+#define CHECK_SKIP	4
+
+/* Returns CHECK_SKIP after printing "SKIP: <why>": main() returns it. */
+#define check_skip(...) (printf("SKIP: " __VA_ARGS__), printf("\n"), CHECK_SKIP)
 
 /* Ends main(): prints a summary line. */
 static inline int check_done(const char *name)

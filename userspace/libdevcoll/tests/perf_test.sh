@@ -5,7 +5,7 @@
 # fails on a baseline's wrong element too), and the table must say so.
 # Then the 16-bit float types, -o's list and its error, --gpu's errors.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 make -s -C "$top/userspace" >/dev/null || exit 1
 perf=$top/userspace/tools/devcoll-perf/devcoll-perf
 for b in devcoll-perf-mpi devcoll-perf-gloo; do

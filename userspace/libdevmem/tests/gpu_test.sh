@@ -3,7 +3,7 @@
 # with ASan and UBSan): dma-buf export, copies, bounds, release. Skipped,
 # saying why, on a host without an NVIDIA GPU and driver (CI has none).
 set -u
-cd "$(dirname "$0")/../../userspace/libdevmem/tests" || exit 1
+cd "$(dirname "$0")" || exit 1
 make -s gpu_cuda || exit 1
 gpu_mib=
 if command -v nvidia-smi > /dev/null; then

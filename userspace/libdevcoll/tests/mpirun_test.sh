@@ -6,7 +6,7 @@
 # and 4 with DEVCOLL_IF naming loopback by interface and by subnet, whose
 # endpoints must all be 127.0.0.1.
 set -u
-cd "$(dirname "$0")/../../userspace/libdevcoll/tests" || exit 1
+cd "$(dirname "$0")" || exit 1
 command -v mpirun >/dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
 make -s -C ../../libdevmem >/dev/null || exit 1
 make -s pmix_rank || exit 1
