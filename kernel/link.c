@@ -257,13 +257,22 @@ static int devtcp_check_queues(struct nlattr *tb[], struct netlink_ext_ack *exta
 			return -EINVAL;
 		}
 	}
-	if (tb[IFLA_NUM_TX_QUEUES] && tb[IFLA_NUM_RX_QUEUES] &&
-	    nla_get_u32(tb[IFLA_NUM_TX_QUEUES]) != nla_get_u32(tb[IFLA_NUM_RX_QUEUES])) {
-		NL_SET_ERR_MSG(extack,
-			       "devtcp queues are combined: numtxqueues must equal numrxqueues");
-		return -EINVAL;
-	}
 	return 0;
+}
+
+/*
+ * Queues are combined: TX queue i of one end feeds RX queue i of the other
+ * and shares its state, so a device needs as many of each. Checked on the
+ * device, since one attribute alone leaves the other at its default.
+ */
+static int devtcp_check_combined(const struct net_device *dev, struct netlink_ext_ack *extack)
+{
+	if (dev->num_tx_queues == dev->num_rx_queues)
+		return 0;
+	NL_SET_ERR_MSG_FMT(extack,
+			   "devtcp queues are combined: %u TX and %u RX queues (numtxqueues must equal numrxqueues; the default is %d)",
+			   dev->num_tx_queues, dev->num_rx_queues, DEVTCP_DEFAULT_QUEUES);
+	return -EINVAL;
 }
 
 static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *params,
@@ -280,6 +289,8 @@ static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *pa
 	int err;
 
 	err = devtcp_check_queues(params->tb, extack);
+	if (!err)
+		err = devtcp_check_combined(dev, extack);
 	if (err)
 		return err;
 	/* Faults apply to what this end sends; the peer starts without. */
@@ -320,6 +331,9 @@ static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *pa
 				tbp, extack);
 	if (IS_ERR(peer))
 		return PTR_ERR(peer);
+	err = devtcp_check_combined(peer, extack);
+	if (err)
+		goto err_free_peer;
 	SET_NETDEV_DEV(peer, devtcp_dma_dev());
 	if (!ifmp || !tbp[IFLA_ADDRESS])
 		eth_hw_addr_random(peer);

@@ -35,6 +35,19 @@ echo "$out"
 out=$(ip link add dtx numtxqueues 4 numrxqueues 2 type devtcp 2>&1)
 check "different TX and RX queue counts are refused" test $? -ne 0
 echo "$out"
+# One count alone leaves the other at the default (8): refused too (the old
+# module took it and wrote past its 2 TX queues).
+out=$(ip link add dtx numtxqueues 2 type devtcp 2>&1)
+check "numtxqueues 2 alone is refused" test $? -ne 0
+check "... naming both counts" grep -q "2 TX and 8 RX queues" <<< "$out"
+echo "$out"
+out=$(ip link add dtx numrxqueues 2 type devtcp 2>&1)
+check "numrxqueues 2 alone is refused" test $? -ne 0
+out=$(ip link add dtx numtxqueues 2 numrxqueues 2 type devtcp 2>&1)
+check "2 and 2 queues are taken" test $? = 0
+check "... and are what ethtool shows" \
+	grep -q "^Combined:[[:space:]]*2" <<< "$(ethtool -l dtx | sed -n '/Current/,$p')"
+ip link del dtx 2> /dev/null
 check "nothing was created by refused requests" \
 	bash -c '! ip -o link show type devtcp | grep -q .'
 
