@@ -202,6 +202,8 @@ void devtcp_note_provider(void);
 /* dma.c */
 bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma);
 int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
+int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int soff,
+			unsigned int len);
 int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
 			   const struct sk_buff *src, unsigned int soff, unsigned int len);
 

@@ -104,24 +104,43 @@ int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsi
 }
 
 /*
- * The device writes @len bytes of the frame @src at @soff into the provider
- * buffer @netmem at @off (a net_iov: reached through its DMA address).
+ * The device writes @len bytes of the frame @src at @soff to @dma, page by
+ * page. Through the DMA address, as a device would: under swiotlb that is
+ * the bounce slot, which the driver's sync for the CPU then copies into the
+ * buffer (writing the buffer itself would be overwritten by that sync).
+ */
+int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int soff,
+			unsigned int len)
+{
+	while (len) {
+		unsigned int off = offset_in_page(dma);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
+		struct page *page = devtcp_dma_page(dma);
+		void *va;
+		int err;
+
+		if (!page)
+			return -EFAULT;
+		va = kmap_local_page(page);
+		err = devtcp_wire_read(src, soff, va + off, n);
+		kunmap_local(va);
+		if (err)
+			return err;
+		dma += n;
+		soff += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * The same into the provider buffer @netmem at @off (a net_iov), unless the
+ * dma-unreachable fault is on.
  */
 int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
 			   const struct sk_buff *src, unsigned int soff, unsigned int len)
 {
-	dma_addr_t dma = page_pool_get_dma_addr_netmem(netmem) + off;
-	struct page *page;
-	void *va;
-	int err;
-
 	if (devtcp_fault_dma_refused(priv))
 		return -EFAULT;
-	page = devtcp_dma_page(dma);
-	if (!page || offset_in_page(dma) + len > PAGE_SIZE)
-		return -EFAULT;
-	va = kmap_local_page(page);
-	err = devtcp_wire_read(src, soff, va + offset_in_page(dma), len);
-	kunmap_local(va);
-	return err;
+	return devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len);
 }

@@ -37,10 +37,10 @@ static int devtcp_dma_write(struct devtcp_rxq *rxq, netmem_ref netmem, u32 off,
 {
 	int err;
 
-	/* Memory of a provider (dma-buf, io_uring area): through DMA. */
+	/* Memory of a provider (dma-buf, io_uring area): never CPU-synced. */
 	if (netmem_is_net_iov(netmem))
 		return devtcp_dma_write_frame(rxq->priv, netmem, off, src, soff, len);
-	err = devtcp_wire_read(src, soff, netmem_address(netmem) + off, len);
+	err = devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len);
 	if (err)
 		return err;
 	page_pool_dma_sync_netmem_for_cpu(rxq->mem.data_pool, netmem, off, len);
@@ -84,7 +84,8 @@ static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *sr
 	if (!page)
 		return NULL;
 	buf = page_address(page) + off;
-	if (hlen && devtcp_wire_read(src, 0, buf + DEVTCP_HDR_HEADROOM, hlen))
+	if (hlen && devtcp_dma_write_at(page_pool_get_dma_addr(page) + off + DEVTCP_HDR_HEADROOM,
+					src, 0, hlen))
 		goto err_put;
 	page_pool_dma_sync_for_cpu(pool, page, off + DEVTCP_HDR_HEADROOM, hlen);
 
