@@ -113,7 +113,9 @@ struct devtcp_fault_q {
 struct devtcp_txq {
 	struct ptr_ring done;		/* frames the peer has read: to complete */
 	atomic_t inflight;		/* sent and not yet completed: the TX ring */
-	struct devtcp_txq_stats stats;
+	bool wire_stopped;		/* stopped until the peer's wire ring drains */
+	struct devtcp_txq_stats stats;	/* written under the TX queue lock */
+	atomic64_t late_drops;		/* dropped by the fault timer: no lock */
 	struct devtcp_fault_q fault;
 };
 
@@ -189,6 +191,7 @@ struct devtcp_priv {
 	atomic64_t ntuple_drops;	/* frames discarded by a drop rule */
 	struct devtcp_fault fault;
 	bool up;			/* queues are running */
+	bool queues_open;		/* rings, NAPI and memory exist (rtnl) */
 	u32 gen;			/* bumped at every queue stop: frames sent
 					 * before it are not completed to the new
 					 * TX rings
@@ -226,6 +229,8 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev);
 int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb);
 void devtcp_tx_count(struct devtcp_txq *txq, unsigned int len, bool ok);
 void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid);
+void devtcp_tx_wake_waiting(struct devtcp_priv *tx);
+void devtcp_tx_timeout(struct net_device *dev, unsigned int qid);
 void devtcp_tx_ring_full(struct devtcp_priv *priv, struct devtcp_txq *txq,
 			 struct netdev_queue *nq);
 void devtcp_tx_complete(struct devtcp_rxq *rxq, struct sk_buff *skb, int budget);

@@ -23,10 +23,16 @@ static int devtcp_set_channels(struct net_device *dev, struct ethtool_channels *
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 
+	u32 old = dev->real_num_rx_queues;
+	int err;
+
 	/* The core has checked the range and the RSS table against the count. */
-	if (ch->combined_count == dev->real_num_rx_queues)
+	if (ch->combined_count == old)
 		return 0;
-	return devtcp_queues_restart(priv, ch->combined_count);
+	err = devtcp_queues_restart(priv, ch->combined_count);
+	if (err && dev->real_num_rx_queues != old)
+		devtcp_queues_restart(priv, old);
+	return err;
 }
 
 static void devtcp_get_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
@@ -62,8 +68,12 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	/* The core has checked the maximums and hds-thresh <= hds_thresh_max. */
 	priv->rx_ring_size = ring->rx_pending;
 	priv->tx_ring_size = ring->tx_pending;
-	/* "auto" means on: the device can always split. */
-	priv->hds = kring->tcp_data_split != ETHTOOL_TCP_DATA_SPLIT_DISABLED;
+	/*
+	 * "auto" leaves it to the device, which splits only when told to:
+	 * binding a memory provider needs "enabled" in the core's config
+	 * anyway, and the state we report must not claim a split it refuses.
+	 */
+	priv->hds = kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED;
 	priv->hds_thresh = kring->hds_thresh;
 	dev->tx_queue_len = priv->tx_ring_size;
 
@@ -74,8 +84,11 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 		priv->hds = old_hds;
 		priv->hds_thresh = old_thresh;
 		dev->tx_queue_len = old_tx;
-		NL_SET_ERR_MSG(extack, "cannot restart the queues with the new rings");
-		devtcp_queues_restart(priv, dev->real_num_rx_queues);
+		if (devtcp_queues_restart(priv, dev->real_num_rx_queues))
+			NL_SET_ERR_MSG(extack,
+				       "queues down: no traffic until the device is set down and up");
+		else
+			NL_SET_ERR_MSG(extack, "cannot restart the queues with the new rings");
 	}
 	return err;
 }

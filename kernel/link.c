@@ -21,15 +21,20 @@ static void devtcp_queues_down(struct devtcp_priv *priv)
 
 	WRITE_ONCE(priv->up, false);
 	/*
-	 * No peer is still inside devtcp_start_xmit() on our wire rings or
-	 * devtcp_tx_complete() on our completion rings; frames we sent
+	 * No peer is still inside devtcp_start_xmit() on our wire rings,
+	 * devtcp_tx_complete() on our completion rings or waking our TX
+	 * queues (devtcp_rx_wake_senders() checks ->up); frames we sent
 	 * before now will not be completed to the new rings.
 	 */
 	synchronize_net();
+	netif_tx_disable(dev);
+	if (!priv->queues_open)
+		return;
 	devtcp_fault_flush(priv);
 	WRITE_ONCE(priv->gen, priv->gen + 1);
 	for (i = 0; i < dev->real_num_rx_queues; i++)
 		devtcp_rxq_close(&priv->rxq[i]);
+	priv->queues_open = false;
 }
 
 static int devtcp_queues_up(struct devtcp_priv *priv)
@@ -42,6 +47,7 @@ static int devtcp_queues_up(struct devtcp_priv *priv)
 		if (err)
 			goto err_close;
 	}
+	priv->queues_open = true;
 	/* Pairs with smp_load_acquire() in devtcp_tx_complete(). */
 	smp_store_release(&priv->up, true);
 	return 0;
@@ -54,32 +60,33 @@ err_close:
 
 /*
  * Applies a new channel count or ring layout: a running device stops its
- * queues, changes, and starts them again with fresh memory.
+ * queues, changes, and starts them again with fresh memory. If they cannot
+ * start, the device stays up with no queues and no carrier (nothing is sent
+ * or received) until it is brought down and up, or a later restart succeeds.
  */
 int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels)
 {
 	struct net_device *dev = priv->dev;
 	bool running = netif_running(dev);
-	int err;
+	int err = 0;
 
-	if (running) {
-		netif_tx_disable(dev);
+	if (running)
 		devtcp_queues_down(priv);
-	}
 	if (channels != dev->real_num_rx_queues) {
 		err = netif_set_real_num_queues(dev, channels, channels);
-		if (err)
-			return err;
-		if (!netif_is_rxfh_configured(dev))
+		if (!err && !netif_is_rxfh_configured(dev))
 			devtcp_rss_reset_indir(priv, channels);
 	}
 	if (!running)
-		return 0;
-	err = devtcp_queues_up(priv);
-	if (err)
 		return err;
-	netif_tx_wake_all_queues(dev);
-	return 0;
+	/* On a failed count change, the old count is in place: reopen it. */
+	if (!devtcp_queues_up(priv)) {
+		netif_tx_wake_all_queues(dev);
+		return err;
+	}
+	netif_carrier_off(dev);
+	netdev_err(dev, "queues could not be restarted; the device passes no traffic until it is set down and up\n");
+	return err ?: -ENOMEM;
 }
 
 static int devtcp_open(struct net_device *dev)
@@ -97,6 +104,8 @@ static int devtcp_open(struct net_device *dev)
 	if (peer->flags & IFF_UP) {
 		netif_carrier_on(dev);
 		netif_carrier_on(peer);
+		/* The peer's queues that waited for our wire may go again. */
+		devtcp_tx_wake_waiting(netdev_priv(peer));
 	}
 	return 0;
 }
@@ -109,7 +118,6 @@ static int devtcp_stop(struct net_device *dev)
 	netif_carrier_off(dev);
 	if (peer)
 		netif_carrier_off(peer);
-	netif_tx_disable(dev);
 	devtcp_queues_down(priv);
 	return 0;
 }
@@ -147,6 +155,7 @@ static const struct net_device_ops devtcp_netdev_ops = {
 	.ndo_set_mac_address	= eth_mac_addr,
 	.ndo_validate_addr	= eth_validate_addr,
 	.ndo_get_iflink		= devtcp_get_iflink,
+	.ndo_tx_timeout		= devtcp_tx_timeout,
 	.ndo_init		= devtcp_dev_init,
 	.ndo_uninit		= devtcp_dev_uninit,
 };
@@ -179,7 +188,12 @@ static void devtcp_dev_uninit(struct net_device *dev)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 
+	/* The core calls us without the locks that guard the rules. */
+	netdev_lock(dev);
+	mutex_lock(&dev->ethtool->rss_lock);
 	devtcp_ntuple_free(priv);
+	mutex_unlock(&dev->ethtool->rss_lock);
+	netdev_unlock(dev);
 	kvfree(priv->rxq);
 	kvfree(priv->txq);
 }

@@ -18,6 +18,9 @@ static int devtcp_queue_mem_alloc(struct net_device *dev, struct netdev_queue_co
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 
+	/* A failed channel or ring change left the device with no queues. */
+	if (!priv->queues_open)
+		return -ENETDOWN;
 	return devtcp_rx_mem_alloc(&priv->rxq[idx], per_queue_mem);
 }
 

@@ -177,7 +177,7 @@ static void devtcp_rx_wake_senders(struct devtcp_rxq *rxq)
 {
 	struct net_device *peer;
 
-	/* Pairs with the barrier in devtcp_start_xmit(). */
+	/* Pairs with the barrier in devtcp_tx_stop(). */
 	smp_mb();
 	if (!READ_ONCE(rxq->sender_stopped) || ptr_ring_full(&rxq->wire))
 		return;
@@ -185,7 +185,7 @@ static void devtcp_rx_wake_senders(struct devtcp_rxq *rxq)
 	rcu_read_lock();
 	peer = rcu_dereference(rxq->priv->peer);
 	if (peer)
-		netif_tx_wake_all_queues(peer);
+		devtcp_tx_wake_waiting(netdev_priv(peer));
 	rcu_read_unlock();
 }
 

@@ -36,6 +36,7 @@ void devtcp_txq_stats_read(const struct devtcp_txq *txq, struct devtcp_txq_stats
 		out->dropped = s->dropped;
 		out->stopped = s->stopped;
 	} while (u64_stats_fetch_retry(&s->syncp, start));
+	out->dropped += atomic64_read(&txq->late_drops);
 }
 
 void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s)

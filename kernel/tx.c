@@ -17,12 +17,17 @@
 /*
  * Length of the L2-L4 headers, which the receiver's header split needs, and
  * whether they end with a TCP or UDP header (the only ones it cuts after).
+ * An IP fragment has no L4 header the receiver could use: after the first
+ * fragment the bytes at the L4 offset are payload, and even the first one
+ * holds only part of the datagram, which the stack must reassemble.
  */
 static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_keys *keys)
 {
 	const struct tcphdr *th;
 	struct tcphdr _th;
 
+	if (keys->control.flags & FLOW_DIS_IS_FRAGMENT)
+		return keys->control.thoff;
 	switch (keys->basic.ip_proto) {
 	case IPPROTO_TCP:
 		th = skb_header_pointer(skb, keys->control.thoff, sizeof(_th), &_th);
@@ -108,16 +113,61 @@ static void devtcp_tx_stop(struct devtcp_txq *txq, struct netdev_queue *nq,
 			   struct devtcp_rxq *rxq)
 {
 	netif_tx_stop_queue(nq);
+	WRITE_ONCE(txq->wire_stopped, true);
 	WRITE_ONCE(rxq->sender_stopped, true);
 	/* Pairs with the barrier in devtcp_rx_wake_senders(). */
 	smp_mb();
 	if (!ptr_ring_full(&rxq->wire)) {
+		WRITE_ONCE(txq->wire_stopped, false);
 		netif_tx_wake_queue(nq);
 		return;
 	}
 	u64_stats_update_begin(&txq->stats.syncp);
 	txq->stats.stopped++;
 	u64_stats_update_end(&txq->stats.syncp);
+}
+
+/*
+ * The wire @tx sends on has room again, or its peer came up: wake the TX
+ * queues that stopped for it. Not while @tx goes down (devtcp_queues_down()
+ * clears ->up and waits for us before disabling its queues), and not a queue
+ * whose own ring is full: its completions wake it (devtcp_tx_clean()).
+ */
+void devtcp_tx_wake_waiting(struct devtcp_priv *tx)
+{
+	struct net_device *dev = tx->dev;
+	struct devtcp_txq *txq;
+	int i;
+
+	if (!READ_ONCE(tx->up))
+		return;
+	for (i = 0; i < READ_ONCE(dev->real_num_tx_queues); i++) {
+		txq = &tx->txq[i];
+		if (!READ_ONCE(txq->wire_stopped))
+			continue;
+		WRITE_ONCE(txq->wire_stopped, false);
+		if (atomic_read(&txq->inflight) < tx->tx_ring_size)
+			netif_tx_wake_queue(netdev_get_tx_queue(dev, i));
+	}
+}
+
+/*
+ * The watchdog found a queue stopped for longer than watchdog_timeo (under
+ * the TX locks): say what it waits for, and let it go if it may.
+ */
+void devtcp_tx_timeout(struct net_device *dev, unsigned int qid)
+{
+	struct devtcp_priv *priv = netdev_priv(dev);
+	struct devtcp_txq *txq = &priv->txq[qid];
+	int inflight = atomic_read(&txq->inflight);
+
+	netdev_err(dev, "TX queue %u stalled: %d of %u ring slots in flight%s\n", qid, inflight,
+		   priv->tx_ring_size, READ_ONCE(txq->wire_stopped) ?
+		   ", waiting for room on the peer's wire" : "");
+	if (inflight < priv->tx_ring_size) {
+		WRITE_ONCE(txq->wire_stopped, false);
+		netif_tx_wake_queue(netdev_get_tx_queue(dev, qid));
+	}
 }
 
 /* Every TX ring slot holds a frame not yet completed: wait for completions. */
@@ -208,7 +258,8 @@ void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid)
 	atomic_dec(&txq->inflight);
 	/* Pairs with the barrier in devtcp_tx_ring_full(). */
 	smp_mb__after_atomic();
-	if (netif_tx_queue_stopped(nq) && atomic_read(&txq->inflight) < priv->tx_ring_size)
+	if (READ_ONCE(priv->up) && netif_tx_queue_stopped(nq) &&
+	    atomic_read(&txq->inflight) < priv->tx_ring_size)
 		netif_tx_wake_queue(nq);
 }
 
@@ -244,7 +295,8 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 	return 0;
 
 drop:
-	devtcp_tx_count(&priv->txq[qid], 0, false);
+	/* From the fault timer, without the TX lock that guards txq->stats. */
+	atomic64_inc(&priv->txq[qid].late_drops);
 free:
 	dev_kfree_skb_any(skb);
 	devtcp_tx_uncount(priv, qid);
@@ -268,11 +320,16 @@ void devtcp_tx_complete(struct devtcp_rxq *rxq, struct sk_buff *skb, int budget)
 		tx = netdev_priv(sender);
 		/* Pairs with smp_store_release() in devtcp_queues_up(). */
 		if (smp_load_acquire(&tx->up) && DEVTCP_SKB_CB(skb)->gen == READ_ONCE(tx->gen) &&
-		    qid < READ_ONCE(sender->real_num_tx_queues) &&
-		    !ptr_ring_produce(&tx->txq[qid].done, skb)) {
-			devtcp_napi_kick(&tx->rxq[qid]);
-			rcu_read_unlock();
-			return;
+		    qid < READ_ONCE(sender->real_num_tx_queues)) {
+			if (!ptr_ring_produce(&tx->txq[qid].done, skb)) {
+				devtcp_napi_kick(&tx->rxq[qid]);
+				rcu_read_unlock();
+				return;
+			}
+			/* More in flight than the ring holds: never lose the slot. */
+			net_err_ratelimited("%s: TX queue %u: completion ring full\n",
+					    sender->name, qid);
+			devtcp_tx_uncount(tx, qid);
 		}
 	}
 	rcu_read_unlock();
@@ -298,7 +355,9 @@ int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget)
 	/* Pairs with the barrier in devtcp_tx_ring_full(). */
 	smp_mb__after_atomic();
 	nq = netdev_get_tx_queue(priv->dev, rxq->idx);
-	if (netif_tx_queue_stopped(nq) && atomic_read(&txq->inflight) < priv->tx_ring_size)
+	/* Not after devtcp_queues_down() has begun: it disables the queues. */
+	if (READ_ONCE(priv->up) && netif_tx_queue_stopped(nq) &&
+	    atomic_read(&txq->inflight) < priv->tx_ring_size)
 		netif_tx_wake_queue(nq);
 	return n;
 }

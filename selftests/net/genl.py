@@ -12,6 +12,12 @@ of the VM's ethtool 6.14, which cannot set hds-thresh).
   genl.py qstats IFINDEX              one line "rx|tx ID packets N bytes N" per queue
   genl.py hds-thresh IFNAME           "hds-thresh N max N"
   genl.py set-hds-thresh IFNAME N     set it; on error print the extack, exit 1
+  genl.py set-channels IFNAME N       combined channels; errors as above
+  genl.py set-rings IFNAME RX TX      ring sizes; errors as above
+
+DEVTCP_FAIL_NTH=N makes the Nth kernel allocation of the set-* request fail
+(kernels with CONFIG_FAULT_INJECTION); "fault: injected" or "fault: not
+reached" on stderr says whether it came that far.
 """
 import os
 import socket
@@ -44,7 +50,9 @@ PP_ID, PP_IFINDEX, PP_NAPI, PP_INFLIGHT, PP_INFLIGHT_MEM, PP_DETACH = 1, 2, 3, 4
 Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI, Q_DMABUF = 1, 2, 3, 4, 5
 
 ETHTOOL_MSG_RINGS_GET, ETHTOOL_MSG_RINGS_SET = 15, 16
-RINGS_HEADER, RINGS_HDS_THRESH, RINGS_HDS_THRESH_MAX = 1, 17, 18
+ETHTOOL_MSG_CHANNELS_SET = 18
+RINGS_HEADER, RINGS_RX, RINGS_TX, RINGS_HDS_THRESH, RINGS_HDS_THRESH_MAX = 1, 6, 9, 17, 18
+CHANNELS_COMBINED_COUNT = 9
 HEADER_DEV_NAME = 2
 
 
@@ -61,9 +69,26 @@ def attr(atype, data):
     return struct.pack("HH", 4 + len(data), atype) + data + b"\0" * ((-len(data)) % 4)
 
 
-def request(sock, family, cmd, payload, flags):
+def send(sock, data, fail):
+    """Sends a request; with @fail, DEVTCP_FAIL_NTH is armed right before it."""
+    nth = os.environ.get("DEVTCP_FAIL_NTH") if fail else None
+    if not nth:
+        sock.send(data)
+        return
+    fd = os.open("/proc/thread-self/fail-nth", os.O_RDWR)
+    os.write(fd, nth.encode())
+    try:
+        sock.send(data)
+    finally:
+        left = int(os.pread(fd, 32, 0))
+        os.write(fd, b"0")
+        os.close(fd)
+        print("fault: " + ("injected" if left == 0 else "not reached"), file=sys.stderr)
+
+
+def request(sock, family, cmd, payload, flags, fail=False):
     msg = struct.pack("BBH", cmd, 1, 0) + payload
-    sock.send(struct.pack("IHHII", 16 + len(msg), family, NLM_F_REQUEST | flags, 1, 0) + msg)
+    send(sock, struct.pack("IHHII", 16 + len(msg), family, NLM_F_REQUEST | flags, 1, 0) + msg, fail)
     msgs = []
     while True:
         data = sock.recv(1 << 20)
@@ -108,12 +133,19 @@ def uint(a):
 def rings(sock, argv):
     fam = family(sock, "ethtool")
     header = attr(RINGS_HEADER | 0x8000, attr(HEADER_DEV_NAME, argv[2].encode() + b"\0"))
-    if argv[1] == "set-hds-thresh":
+    sets = {
+        "set-hds-thresh": (ETHTOOL_MSG_RINGS_SET, lambda: attr(RINGS_HDS_THRESH, struct.pack("I", int(argv[3])))),
+        "set-rings": (ETHTOOL_MSG_RINGS_SET, lambda: attr(RINGS_RX, struct.pack("I", int(argv[3])))
+                      + attr(RINGS_TX, struct.pack("I", int(argv[4])))),
+        "set-channels": (ETHTOOL_MSG_CHANNELS_SET, lambda: attr(CHANNELS_COMBINED_COUNT,
+                                                                struct.pack("I", int(argv[3])))),
+    }
+    if argv[1] in sets:
+        cmd, body = sets[argv[1]]
         try:
-            request(sock, fam, ETHTOOL_MSG_RINGS_SET,
-                    header + attr(RINGS_HDS_THRESH, struct.pack("I", int(argv[3]))), NLM_F_ACK)
+            request(sock, fam, cmd, header + body(), NLM_F_ACK, fail=True)
         except OSError as e:
-            print(f"set-hds-thresh: {e.strerror}", file=sys.stderr)
+            print(f"{argv[1]}: {e.strerror}", file=sys.stderr)
             return 1
         return 0
     r = request(sock, fam, ETHTOOL_MSG_RINGS_GET, header, 0)[0]
@@ -124,7 +156,7 @@ def rings(sock, argv):
 def main(argv):
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
     sock.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
-    if argv[1] in ("hds-thresh", "set-hds-thresh"):
+    if argv[1] in ("hds-thresh", "set-hds-thresh", "set-rings", "set-channels"):
         return rings(sock, argv)
     fam = family(sock, "netdev")
     ifindex = 0 if argv[2] == "all" else int(argv[2])

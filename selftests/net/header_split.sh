@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Header split and hds-thresh (set over ethtool netlink by genl.py): frames
 # whose payload is no larger than the threshold stay whole in the header
-# buffer, larger ones are split, frames without a TCP or UDP header (ICMP)
-# not while they fit the header buffer; out-of-range thresholds are refused
-# with the core's message and change nothing.
+# buffer, larger ones are split, frames without a TCP or UDP header (ICMP,
+# IP fragments) not while they fit the header buffer; out-of-range
+# thresholds are refused with the core's message and change nothing;
+# "auto" leaves the device at its default, no split, and says so.
 . "$(dirname "$0")/../lib.sh"
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
@@ -55,6 +56,32 @@ ip netns exec ns1 ping -q -c 20 -i 0.05 -s 1000 10.99.0.2 > /dev/null
 check "1000-byte pings are not split and get answers" \
 	test $? = 0 -a $(($(split_total) - s0)) = 0 -a $(($(rx_total) - p0)) -ge 20
 
+# IP fragments: after the first, the bytes where a UDP header would be are
+# payload; none of them is cut (they fit), and the datagrams arrive whole.
+ip netns exec ns2 python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('10.99.0.2', 9998))
+s.settimeout(10)
+good = 0
+for _ in range(50):
+    d = s.recv(65536)
+    good += d == bytes(i % 251 for i in range(4000))
+print(good)" > /tmp/frag.out &
+rpid=$!
+sleep 0.5
+s0=$(split_total); p0=$(rx_total)
+ip netns exec ns1 python3 -c "
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(50):
+    s.sendto(bytes(i % 251 for i in range(4000)), ('10.99.0.2', 9998))
+    time.sleep(0.01)"
+wait $rpid
+echo "fragmented datagrams: $(cat /tmp/frag.out) of 50 intact; $(($(rx_total) - p0)) frames, $(($(split_total) - s0)) split"
+check "50 datagrams of 4000 bytes (3 fragments each) arrive intact" test "$(cat /tmp/frag.out)" = 50
+check "... and no fragment was split" test $(($(split_total) - s0)) = 0 -a $(($(rx_total) - p0)) -ge 150
+
 check "hds-thresh 256 is accepted" nl set-hds-thresh dtb 256
 check "... and reads back" test "$(nl hds-thresh dtb)" = "hds-thresh 256 max 1024"
 udp_split 100
@@ -64,6 +91,18 @@ udp_split 600
 check "600-byte datagrams are split under threshold 256" test $split -ge 200
 
 check "a stream is intact with hds-thresh 256" plain_stream 5400 50000000 11
+
+# "auto": the device decides, and it splits only when told to ("on").
+nl set-hds-thresh dtb 0
+check "tcp-data-split auto is accepted" ip netns exec ns2 ethtool -G dtb tcp-data-split auto
+ip netns exec ns2 ethtool -g dtb | grep -i "split"
+check "... and reported as off, the state it gives" \
+	bash -c "ip netns exec ns2 ethtool -g dtb | grep -iq 'TCP data split:[[:space:]]*off'"
+udp_split 600
+check "... and nothing is split under it" test $split -eq 0 -a $frames -ge 200
+ip netns exec ns2 ethtool -G dtb tcp-data-split on
+udp_split 600
+check "on again: 600-byte datagrams are split" test $split -ge 200
 ip netns del ns1
 ip netns del ns2
 finish

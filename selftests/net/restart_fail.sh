@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A channel or ring change whose queues cannot start again. Every kernel
+# allocation of the request fails in turn (fail-nth, CONFIG_FAULT_INJECTION:
+# the debug kernel of `make check-debug`). Whatever failed, the request
+# either took effect or returned an error, and afterwards the device can be
+# set down and up, restart a queue, and carry a ping; the module unloads.
+. "$(dirname "$0")/../lib.sh"
+
+[ -e /proc/thread-self/fail-nth ] ||
+	skip "this kernel has no fault injection (CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB); make check-debug runs this test"
+
+# Fail sleeping allocations too (GFP_KERNEL: the driver's), quietly.
+dbg=/sys/kernel/debug
+for f in failslab fail_page_alloc; do
+	echo N > "$dbg/$f/ignore-gfp-wait" && echo 0 > "$dbg/$f/verbose" ||
+		fail "cannot set up $dbg/$f"
+done
+trap 'for f in failslab fail_page_alloc; do echo Y > $dbg/$f/ignore-gfp-wait; done' EXIT
+
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+nl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
+
+# try N BEFORE REQUEST: BEFORE as it is, then REQUEST with its Nth
+# allocation failing; sets $injected (1 if the failure was reached) and
+# checks the device after it.
+try() {
+	local n=$1 out rc ok=1
+	nl $2 || { echo "cannot set up the try: $2"; failures=$((failures + 1)); }
+	out=$(DEVTCP_FAIL_NTH=$n nl $3 2>&1)
+	rc=$?
+	injected=0
+	grep -q "fault: injected" <<< "$out" && injected=1
+	[ "$injected" = 0 ] && return 0
+	ip netns exec ns2 ip link set dtb down || ok=0
+	ip netns exec ns2 ip link set dtb up || ok=0
+	ip netns exec ns2 sh -c 'echo 0 > /sys/class/net/dtb/devtcp/restart_rx_queue' || ok=0
+	ip netns exec ns1 ping -q -c 5 -i 0.2 -W 5 10.99.0.2 > /dev/null || ok=0
+	if [ $ok = 0 ]; then
+		echo "$3 with allocation $n failing (exit $rc): $out"
+		failures=$((failures + 1))
+	fi
+	tried=$((tried + 1))
+}
+
+# sweep BEFORE REQUEST: allocation 1, 2, ... of REQUEST fails until it gets
+# through without reaching the failure.
+sweep() {
+	local n
+	for ((n = 1; n <= 400; n++)); do
+		try "$n" "$1" "$2"
+		[ "$injected" = 0 ] && break
+	done
+	echo "$2: $((n - 1)) allocation failures injected"
+	[ "$n" -gt 1 ]
+}
+
+tried=0 failures=0
+check "a channel change survives each allocation failing" \
+	sweep "set-channels dtb 8" "set-channels dtb 4"
+check "... and so does the change back" sweep "set-channels dtb 4" "set-channels dtb 8"
+check "a ring change survives each allocation failing" \
+	sweep "set-rings dtb 256 256" "set-rings dtb 512 512"
+check "every failed request left a working device ($failures of $tried did not)" \
+	test "$failures" = 0
+check "the pair still streams" plain_stream 5500 20000000 7
+ip netns del ns1
+ip netns del ns2
+finish
