@@ -4,6 +4,7 @@
 #   make            provision the test kernel (once), build devtcp.ko and user space
 #   make check      host tests + VM selftests; ends with "N passed, N failed"
 #   make check-fresh `make demo` and `make check` in a clean Debian root (CI)
+#   make check-debug the VM suite on a KASAN/lockdep/kmemleak kernel (not in CI)
 #   make demo       bring up a devtcp NIC pair in the VM and move data over it
 #   make bench      benchmarks in the VM: devtcp pair vs veth, devmem vs plain receive
 #   make bench-coll libdevcoll vs Open MPI and Gloo on the host (loopback, veth)
@@ -38,6 +39,9 @@ check: all
 check-fresh:
 	@selftests/fresh/run
 
+check-debug:
+	@selftests/check-debug
+
 demo: all
 	@selftests/vm/run -- selftests/demo.sh
 
@@ -61,4 +65,4 @@ clean:
 	@$(MAKE) -s -C selftests/libdevmem clean
 	@$(MAKE) -s -C selftests/coll clean
 
-.PHONY: all provision modules userspace check check-fresh demo bench bench-coll checkpatch clean
+.PHONY: all provision modules userspace check check-fresh check-debug demo bench bench-coll checkpatch clean

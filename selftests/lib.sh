@@ -6,7 +6,8 @@
 KSFT_PASS=0
 KSFT_FAIL=1
 KSFT_SKIP=4
-DEVTCP_KO=/devtcp/kernel/devtcp.ko
+# vm/run says which build of the module this kernel loads.
+DEVTCP_KO=${DEVTCP_KO:-/devtcp/kernel/devtcp.ko}
 
 fails=0
 failed=()
