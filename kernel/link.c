@@ -5,6 +5,7 @@
  */
 #include <linux/etherdevice.h>
 #include <linux/rtnetlink.h>
+#include <net/netdev_lock.h>
 #include <net/netdev_queues.h>
 #include <net/rtnetlink.h>
 
@@ -165,6 +166,8 @@ static int devtcp_dev_init(struct net_device *dev)
 	struct devtcp_priv *priv = netdev_priv(dev);
 	int i;
 
+	/* Deleting a pair closes both ends under both instance locks. */
+	netdev_lockdep_set_classes(dev);
 	priv->rxq = kvcalloc(dev->num_rx_queues, sizeof(*priv->rxq), GFP_KERNEL);
 	priv->txq = kvcalloc(dev->num_tx_queues, sizeof(*priv->txq), GFP_KERNEL);
 	if (!priv->rxq || !priv->txq) {
