@@ -32,6 +32,7 @@ try() {
 	injected=0
 	grep -q "fault: injected" <<< "$out" && injected=1
 	[ "$injected" = 0 ] && return 0
+	echo "$3: allocation $n failed, request exit $rc"
 	ip netns exec ns2 ip link set dtb down || ok=0
 	ip netns exec ns2 ip link set dtb up || ok=0
 	ip netns exec ns2 sh -c 'echo 0 > /sys/class/net/dtb/devtcp/restart_rx_queue' || ok=0
