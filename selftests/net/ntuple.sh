@@ -8,6 +8,10 @@
 
 mb=50000000 small=16384
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+# flows() binds these source ports: keep earlier connections' ephemeral
+# ports off them, or a bind may find one still closing.
+ip netns exec ns1 sysctl -qw net.ipv4.ip_local_reserved_ports=40000-40015,41000-41015 ||
+	fail "cannot reserve the flows' source ports"
 
 et() { ip netns exec ns2 ethtool "$@"; }
 
@@ -55,10 +59,14 @@ for _ in range(int(sys.argv[2])):
 }
 
 flows() { # flows PORT SPORT0: 16 TCP flows with distinct source ports
+	local rpid
 	ip netns exec ns2 python3 selftests/net/flows.py recv "$1" 16 65536 > /dev/null &
+	rpid=$!
 	sleep 1
-	ip netns exec ns1 python3 selftests/net/flows.py send 10.99.0.2 "$1" 16 65536 "$2"
-	wait $!
+	# A failed send must not leave the receiver waiting for its flows.
+	ip netns exec ns1 python3 selftests/net/flows.py send 10.99.0.2 "$1" 16 65536 "$2" ||
+		{ kill "$rpid"; wait "$rpid"; return 1; }
+	wait "$rpid"
 }
 
 rules() { et -n dtb 2>&1 | grep -v "RX rings available"; }
