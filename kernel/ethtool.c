@@ -22,7 +22,6 @@ static void devtcp_get_channels(struct net_device *dev, struct ethtool_channels 
 static int devtcp_set_channels(struct net_device *dev, struct ethtool_channels *ch)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
-
 	u32 old = dev->real_num_rx_queues;
 	int err;
 

@@ -128,26 +128,35 @@ static void devtcp_tx_stop(struct devtcp_txq *txq, struct netdev_queue *nq,
 }
 
 /*
+ * Wakes TX queue @qid if it is stopped and its ring has room, unless the
+ * queues are going down: devtcp_queues_down() clears ->up and waits for us
+ * before it disables them.
+ */
+static void devtcp_tx_wake_if_room(struct devtcp_priv *priv, u16 qid)
+{
+	struct netdev_queue *nq = netdev_get_tx_queue(priv->dev, qid);
+
+	if (READ_ONCE(priv->up) && netif_tx_queue_stopped(nq) &&
+	    atomic_read(&priv->txq[qid].inflight) < priv->tx_ring_size)
+		netif_tx_wake_queue(nq);
+}
+
+/*
  * The wire @tx sends on has room again, or its peer came up: wake the TX
- * queues that stopped for it. Not while @tx goes down (devtcp_queues_down()
- * clears ->up and waits for us before disabling its queues), and not a queue
- * whose own ring is full: its completions wake it (devtcp_tx_clean()).
+ * queues that stopped for it. A queue whose own ring is full stays stopped:
+ * its completions wake it (devtcp_tx_clean()).
  */
 void devtcp_tx_wake_waiting(struct devtcp_priv *tx)
 {
-	struct net_device *dev = tx->dev;
-	struct devtcp_txq *txq;
 	int i;
 
 	if (!READ_ONCE(tx->up))
 		return;
-	for (i = 0; i < READ_ONCE(dev->real_num_tx_queues); i++) {
-		txq = &tx->txq[i];
-		if (!READ_ONCE(txq->wire_stopped))
+	for (i = 0; i < READ_ONCE(tx->dev->real_num_tx_queues); i++) {
+		if (!READ_ONCE(tx->txq[i].wire_stopped))
 			continue;
-		WRITE_ONCE(txq->wire_stopped, false);
-		if (atomic_read(&txq->inflight) < tx->tx_ring_size)
-			netif_tx_wake_queue(netdev_get_tx_queue(dev, i));
+		WRITE_ONCE(tx->txq[i].wire_stopped, false);
+		devtcp_tx_wake_if_room(tx, i);
 	}
 }
 
@@ -159,15 +168,12 @@ void devtcp_tx_timeout(struct net_device *dev, unsigned int qid)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 	struct devtcp_txq *txq = &priv->txq[qid];
-	int inflight = atomic_read(&txq->inflight);
 
-	netdev_err(dev, "TX queue %u stalled: %d of %u ring slots in flight%s\n", qid, inflight,
-		   priv->tx_ring_size, READ_ONCE(txq->wire_stopped) ?
+	netdev_err(dev, "TX queue %u stalled: %d of %u ring slots in flight%s\n", qid,
+		   atomic_read(&txq->inflight), priv->tx_ring_size, READ_ONCE(txq->wire_stopped) ?
 		   ", waiting for room on the peer's wire" : "");
-	if (inflight < priv->tx_ring_size) {
-		WRITE_ONCE(txq->wire_stopped, false);
-		netif_tx_wake_queue(netdev_get_tx_queue(dev, qid));
-	}
+	WRITE_ONCE(txq->wire_stopped, false);
+	devtcp_tx_wake_if_room(priv, qid);
 }
 
 /* Every TX ring slot holds a frame not yet completed: wait for completions. */
@@ -252,15 +258,10 @@ drop:
 /* A frame that held a TX ring slot is gone without a completion. */
 void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid)
 {
-	struct devtcp_txq *txq = &priv->txq[qid];
-	struct netdev_queue *nq = netdev_get_tx_queue(priv->dev, qid);
-
-	atomic_dec(&txq->inflight);
+	atomic_dec(&priv->txq[qid].inflight);
 	/* Pairs with the barrier in devtcp_tx_ring_full(). */
 	smp_mb__after_atomic();
-	if (READ_ONCE(priv->up) && netif_tx_queue_stopped(nq) &&
-	    atomic_read(&txq->inflight) < priv->tx_ring_size)
-		netif_tx_wake_queue(nq);
+	devtcp_tx_wake_if_room(priv, qid);
 }
 
 /*
@@ -341,7 +342,6 @@ int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget)
 {
 	struct devtcp_priv *priv = rxq->priv;
 	struct devtcp_txq *txq = &priv->txq[rxq->idx];
-	struct netdev_queue *nq;
 	struct sk_buff *skb;
 	int n = 0;
 
@@ -354,10 +354,6 @@ int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget)
 	atomic_sub(n, &txq->inflight);
 	/* Pairs with the barrier in devtcp_tx_ring_full(). */
 	smp_mb__after_atomic();
-	nq = netdev_get_tx_queue(priv->dev, rxq->idx);
-	/* Not after devtcp_queues_down() has begun: it disables the queues. */
-	if (READ_ONCE(priv->up) && netif_tx_queue_stopped(nq) &&
-	    atomic_read(&txq->inflight) < priv->tx_ring_size)
-		netif_tx_wake_queue(nq);
+	devtcp_tx_wake_if_room(priv, rxq->idx);
 	return n;
 }
