@@ -17,7 +17,8 @@ of the VM's ethtool 6.14, which cannot set hds-thresh).
 
 DEVTCP_FAIL_NTH=N makes the Nth kernel allocation of the set-* request fail
 (kernels with CONFIG_FAULT_INJECTION); "fault: injected" or "fault: not
-reached" on stderr says whether it came that far.
+reached" on stderr says whether it came that far. DEVTCP_FAIL_NTH=count
+fails nothing and prints "fault: N allocations", the request's count.
 """
 import os
 import socket
@@ -75,20 +76,31 @@ def send(sock, data, fail):
     if not nth:
         sock.send(data)
         return
+    # "count": arm far beyond the request, and what is left says how many
+    # allocations it made.
+    arm = 1 << 30 if nth == "count" else int(nth)
     fd = os.open("/proc/thread-self/fail-nth", os.O_RDWR)
-    os.write(fd, nth.encode())
+    os.write(fd, str(arm).encode())
     try:
         sock.send(data)
     finally:
         left = int(os.pread(fd, 32, 0))
         os.write(fd, b"0")
         os.close(fd)
-        print("fault: " + ("injected" if left == 0 else "not reached"), file=sys.stderr)
+        if nth == "count":
+            print(f"fault: {arm - left} allocations", file=sys.stderr)
+        else:
+            print("fault: " + ("injected" if left == 0 else "not reached"), file=sys.stderr)
 
 
 def request(sock, family, cmd, payload, flags, fail=False):
-    msg = struct.pack("BBH", cmd, 1, 0) + payload
-    send(sock, struct.pack("IHHII", 16 + len(msg), family, NLM_F_REQUEST | flags, 1, 0) + msg, fail)
+    """A generic netlink request: the replies' attributes, or OSError."""
+    return transact(sock, family, struct.pack("BBH", cmd, 1, 0) + payload, flags, fail)
+
+
+def transact(sock, mtype, msg, flags, fail=False, hdr=4):
+    """Any netlink request (@hdr: bytes of the family's header in replies)."""
+    send(sock, struct.pack("IHHII", 16 + len(msg), mtype, NLM_F_REQUEST | flags, 1, 0) + msg, fail)
     msgs = []
     while True:
         data = sock.recv(1 << 20)
@@ -110,7 +122,7 @@ def request(sock, family, cmd, payload, flags, fail=False):
                         msg = tlvs.get(NLMSGERR_ATTR_MSG, b"").rstrip(b"\0").decode()
                     raise OSError(-err, os.strerror(-err) + (": " + msg if msg else ""))
                 return msgs
-            msgs.append(attrs(body[4:]))
+            msgs.append(attrs(body[hdr:]))
             if not flags & NLM_F_DUMP:
                 return msgs
 
@@ -195,4 +207,5 @@ def main(argv):
     return 2
 
 
-sys.exit(main(sys.argv))
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
