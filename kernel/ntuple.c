@@ -19,7 +19,6 @@
 #include <linux/rtnetlink.h>
 #include <linux/slab.h>
 #include <net/flow_dissector.h>
-#include <net/netdev_lock.h>
 
 #include "devtcp.h"
 
@@ -129,6 +128,18 @@ static void devtcp_match_ip6(struct devtcp_rule *r, const struct ethtool_tcpip6_
 	r->dport = v->pdst & m->pdst;
 }
 
+/*
+ * RSS contexts change under the core's rss_lock: from the ethtool context
+ * ops (which also hold the ops lock) and when the core frees them on
+ * unregister (which does not). Readers here hold one of the two.
+ */
+static struct devtcp_rss_ctx *devtcp_rss_ctx(struct devtcp_priv *priv, u32 i)
+{
+	return rcu_dereference_protected(priv->rss_ctx[i],
+					 lockdep_is_held(&priv->dev->ethtool->rss_lock) ||
+					 devtcp_ops_lock_held(priv->dev));
+}
+
 /* Checks a rule from ethtool and turns it into match fields and an action. */
 static int devtcp_rule_parse(struct devtcp_priv *priv, const struct ethtool_rxnfc *cmd,
 			     struct devtcp_rule *r)
@@ -164,8 +175,7 @@ static int devtcp_rule_parse(struct devtcp_priv *priv, const struct ethtool_rxnf
 		/* No queue offset on top of the context (no cap_rss_rxnfc_adds). */
 		if (fs->ring_cookie || cmd->rss_context >= DEVTCP_RSS_MAX_CTX)
 			return -EINVAL;
-		if (cmd->rss_context &&
-		    !netdev_ops_lock_dereference(priv->rss_ctx[cmd->rss_context], priv->dev))
+		if (cmd->rss_context && !devtcp_rss_ctx(priv, cmd->rss_context))
 			return -EINVAL;
 		r->action = DEVTCP_RX_RSS;
 		r->rss_context = cmd->rss_context;
@@ -201,7 +211,7 @@ static int devtcp_ntuple_free_loc(const struct devtcp_ntuple *nt, u32 special)
 /* Publishes @nt (NULL for no rules) and frees the previous set after readers. */
 static void devtcp_ntuple_publish(struct devtcp_priv *priv, struct devtcp_ntuple *nt)
 {
-	struct devtcp_ntuple *old = netdev_ops_lock_dereference(priv->ntuple, priv->dev);
+	struct devtcp_ntuple *old = devtcp_ops_dereference(priv->ntuple, priv->dev);
 
 	rcu_assign_pointer(priv->ntuple, nt);
 	if (old)
@@ -210,7 +220,7 @@ static void devtcp_ntuple_publish(struct devtcp_priv *priv, struct devtcp_ntuple
 
 static int devtcp_ntuple_insert(struct devtcp_priv *priv, struct ethtool_rxnfc *cmd)
 {
-	const struct devtcp_ntuple *old = netdev_ops_lock_dereference(priv->ntuple, priv->dev);
+	const struct devtcp_ntuple *old = devtcp_ops_dereference(priv->ntuple, priv->dev);
 	u32 i, j, n = old ? old->count : 0, loc = cmd->fs.location;
 	struct devtcp_rule *rule;
 	struct devtcp_ntuple *nt;
@@ -256,7 +266,7 @@ static int devtcp_ntuple_insert(struct devtcp_priv *priv, struct ethtool_rxnfc *
 
 static int devtcp_ntuple_delete(struct devtcp_priv *priv, u32 loc)
 {
-	const struct devtcp_ntuple *old = netdev_ops_lock_dereference(priv->ntuple, priv->dev);
+	const struct devtcp_ntuple *old = devtcp_ops_dereference(priv->ntuple, priv->dev);
 	u32 i, j, n = old ? old->count : 0;
 	struct devtcp_ntuple *nt;
 
@@ -333,7 +343,7 @@ int devtcp_get_rxnfc(struct net_device *dev, struct ethtool_rxnfc *cmd, u32 *loc
 		return 0;
 	}
 	/* Readers hold the instance lock, as writers do. */
-	return devtcp_ntuple_get(netdev_ops_lock_dereference(priv->ntuple, priv->dev), cmd, locs);
+	return devtcp_ntuple_get(devtcp_ops_dereference(priv->ntuple, priv->dev), cmd, locs);
 }
 
 /* Drops every rule (ntuple turned off, device going away). */
@@ -405,7 +415,7 @@ int devtcp_modify_rxfh_context(struct net_device *dev, struct ethtool_rxfh_conte
 		return err;
 	if (rxfh->rss_context >= DEVTCP_RSS_MAX_CTX)
 		return -EINVAL;
-	old = netdev_ops_lock_dereference(priv->rss_ctx[rxfh->rss_context], priv->dev);
+	old = devtcp_rss_ctx(priv, rxfh->rss_context);
 	if (!old)
 		return -ENOENT;
 	c = kmemdup(old, sizeof(*c), GFP_KERNEL);
@@ -425,7 +435,25 @@ int devtcp_remove_rxfh_context(struct net_device *dev, struct ethtool_rxfh_conte
 
 	if (rss_context >= DEVTCP_RSS_MAX_CTX)
 		return -EINVAL;
-	c = netdev_ops_lock_dereference(priv->rss_ctx[rss_context], priv->dev);
+	/*
+	 * A rule must not point at a context that is gone (newer cores check
+	 * this before calling us); the core's cleanup on unregister goes ahead.
+	 */
+	if (dev->reg_state == NETREG_REGISTERED) {
+		const struct devtcp_ntuple *nt = devtcp_ops_dereference(priv->ntuple, dev);
+		u32 i;
+
+		for (i = 0; nt && i < nt->count; i++) {
+			if (nt->rule[i].action != DEVTCP_RX_RSS ||
+			    nt->rule[i].rss_context != rss_context)
+				continue;
+			NL_SET_ERR_MSG_FMT(extack,
+					   "RSS context %u is used by the rule at location %u",
+					   rss_context, nt->rule[i].fs.location);
+			return -EBUSY;
+		}
+	}
+	c = devtcp_rss_ctx(priv, rss_context);
 	RCU_INIT_POINTER(priv->rss_ctx[rss_context], NULL);
 	if (c)
 		kfree_rcu(c, rcu);
@@ -440,7 +468,7 @@ void devtcp_ntuple_free(struct devtcp_priv *priv)
 
 	devtcp_ntuple_flush(priv);
 	for (i = 0; i < DEVTCP_RSS_MAX_CTX; i++) {
-		c = netdev_ops_lock_dereference(priv->rss_ctx[i], priv->dev);
+		c = devtcp_rss_ctx(priv, i);
 		RCU_INIT_POINTER(priv->rss_ctx[i], NULL);
 		if (c)
 			kfree_rcu(c, rcu);
