@@ -16,6 +16,8 @@
 #include <linux/smp.h>
 #include <linux/u64_stats_sync.h>
 
+#include "compat.h"
+
 #define DEVTCP_DEFAULT_QUEUES	8
 #define DEVTCP_MAX_QUEUES	64
 #define DEVTCP_MAX_MTU		9000
@@ -214,6 +216,7 @@ int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned
 int devtcp_link_init(void);
 void devtcp_link_exit(void);
 int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels);
+int devtcp_rx_queue_restart(struct net_device *dev, unsigned int idx);
 
 /* rx.c */
 int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);

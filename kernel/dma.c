@@ -53,8 +53,8 @@ static int devtcp_frag_read(const skb_frag_t *f, unsigned int off, void *to,
 	const void *va;
 
 	if (skb_frag_is_net_iov(f))
-		return devtcp_dma_read(__skb_frag_dma_map(devtcp_dma_dev(), f, off, len,
-							  DMA_TO_DEVICE), to, len);
+		return devtcp_dma_read(devtcp_frag_dma_map(devtcp_dma_dev(), f, off, len),
+				       to, len);
 	va = skb_frag_address_safe(f);
 	if (!va)
 		return -EFAULT;

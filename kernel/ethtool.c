@@ -2,6 +2,7 @@
 /* ethtool: driver info, channels, rings and header split, RSS, statistics. */
 /* ntuple rules and RSS contexts are in ntuple.c. */
 #include <linux/ethtool.h>
+#include <linux/ethtool_netlink.h>
 #include <linux/netdevice.h>
 #include <net/netdev_queues.h>
 
@@ -46,8 +47,7 @@ static void devtcp_get_ringparam(struct net_device *dev, struct ethtool_ringpara
 	ring->tx_pending = priv->tx_ring_size;
 	kring->tcp_data_split = priv->hds ? ETHTOOL_TCP_DATA_SPLIT_ENABLED :
 					    ETHTOOL_TCP_DATA_SPLIT_DISABLED;
-	kring->hds_thresh = priv->hds_thresh;
-	kring->hds_thresh_max = DEVTCP_HDS_THRESH_MAX;
+	devtcp_ring_put_hds_thresh(kring, priv->hds_thresh, DEVTCP_HDS_THRESH_MAX);
 }
 
 static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
@@ -73,7 +73,7 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	 * anyway, and the state we report must not claim a split it refuses.
 	 */
 	priv->hds = kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED;
-	priv->hds_thresh = kring->hds_thresh;
+	priv->hds_thresh = devtcp_ring_hds_thresh(kring, old_thresh);
 	dev->tx_queue_len = priv->tx_ring_size;
 
 	err = devtcp_queues_restart(priv, dev->real_num_rx_queues);
@@ -92,7 +92,7 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	return err;
 }
 
-static u32 devtcp_get_rx_ring_count(struct net_device *dev)
+static __maybe_unused u32 devtcp_get_rx_ring_count(struct net_device *dev)
 {
 	return dev->real_num_rx_queues;
 }
@@ -205,10 +205,10 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 
 const struct ethtool_ops devtcp_ethtool_ops = {
 	/* Changing queue counts regrafts the mq qdisc, which needs RTNL. */
-	.op_needs_rtnl		= ETHTOOL_OP_NEEDS_RTNL_SCHANNELS |
-				  ETHTOOL_OP_NEEDS_RTNL_SRINGPARAM,
+	DEVTCP_ETHTOOL_NEEDS_RTNL(ETHTOOL_OP_NEEDS_RTNL_SCHANNELS |
+				  ETHTOOL_OP_NEEDS_RTNL_SRINGPARAM)
 	.supported_ring_params	= ETHTOOL_RING_USE_TCP_DATA_SPLIT |
-				  ETHTOOL_RING_USE_HDS_THRS,
+				  DEVTCP_RING_USE_HDS_THRS,
 	.rxfh_per_ctx_key	= 1,
 	.rxfh_max_num_contexts	= DEVTCP_RSS_MAX_CTX,
 	.get_drvinfo		= devtcp_get_drvinfo,
@@ -217,7 +217,7 @@ const struct ethtool_ops devtcp_ethtool_ops = {
 	.set_channels		= devtcp_set_channels,
 	.get_ringparam		= devtcp_get_ringparam,
 	.set_ringparam		= devtcp_set_ringparam,
-	.get_rx_ring_count	= devtcp_get_rx_ring_count,
+	DEVTCP_ETHTOOL_RX_RING_COUNT(devtcp_get_rx_ring_count)
 	.get_rxfh_key_size	= devtcp_get_rxfh_key_size,
 	.get_rxfh_indir_size	= devtcp_get_rxfh_indir_size,
 	.get_rxfh		= devtcp_get_rxfh,

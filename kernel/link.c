@@ -5,7 +5,6 @@
  */
 #include <linux/etherdevice.h>
 #include <linux/rtnetlink.h>
-#include <net/netdev_lock.h>
 #include <net/netdev_queues.h>
 #include <net/rtnetlink.h>
 
@@ -192,11 +191,11 @@ static void devtcp_dev_uninit(struct net_device *dev)
 	struct devtcp_priv *priv = netdev_priv(dev);
 
 	/* The core calls us without the locks that guard the rules. */
-	netdev_lock(dev);
+	devtcp_ops_lock(dev);
 	mutex_lock(&dev->ethtool->rss_lock);
 	devtcp_ntuple_free(priv);
 	mutex_unlock(&dev->ethtool->rss_lock);
-	netdev_unlock(dev);
+	devtcp_ops_unlock(dev);
 	kvfree(priv->rxq);
 	kvfree(priv->txq);
 }
@@ -216,7 +215,7 @@ static void devtcp_setup(struct net_device *dev)
 	dev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 	dev->lltx = false;
 	/* devmem TX: the device reads dma-buf frags by DMA address (dma.c). */
-	dev->netmem_tx = NETMEM_TX_DMA;
+	devtcp_set_netmem_tx(dev);
 	dev->max_mtu = DEVTCP_MAX_MTU;
 
 	/* The device model checksums nothing: the wire never corrupts. */
@@ -292,12 +291,10 @@ static int devtcp_check_combined(const struct net_device *dev, struct netlink_ex
 	return -EINVAL;
 }
 
-static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *params,
-			  struct netlink_ext_ack *extack)
+int devtcp_new_pair(struct net_device *dev, struct net *src_net, struct net *peer_net,
+		    struct nlattr *tb[], struct nlattr *data[], struct netlink_ext_ack *extack)
 {
-	struct net *peer_net = rtnl_newlink_peer_net(params);
-	struct nlattr *peer_tb[IFLA_MAX + 1], **tbp = params->tb;
-	struct nlattr **data = params->data;
+	struct nlattr *peer_tb[IFLA_MAX + 1], **tbp = tb;
 	unsigned char name_assign_type;
 	struct devtcp_priv *priv, *ppriv;
 	struct ifinfomsg *ifmp = NULL;
@@ -305,7 +302,7 @@ static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *pa
 	char ifname[IFNAMSIZ];
 	int err;
 
-	err = devtcp_check_queues(params->tb, extack);
+	err = devtcp_check_queues(tb, extack);
 	if (!err)
 		err = devtcp_check_combined(dev, extack);
 	if (err)
@@ -344,8 +341,12 @@ static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *pa
 		name_assign_type = NET_NAME_ENUM;
 	}
 
+	peer_net = devtcp_peer_net_get(src_net, peer_net, tbp);
+	if (IS_ERR(peer_net))
+		return PTR_ERR(peer_net);
 	peer = rtnl_create_link(peer_net, ifname, name_assign_type, &devtcp_link_ops,
 				tbp, extack);
+	put_net(peer_net);
 	if (IS_ERR(peer))
 		return PTR_ERR(peer);
 	err = devtcp_check_combined(peer, extack);
@@ -367,7 +368,7 @@ static int devtcp_newlink(struct net_device *dev, struct rtnl_newlink_params *pa
 		goto err_unregister_peer;
 
 	SET_NETDEV_DEV(dev, devtcp_dma_dev());
-	if (!params->tb[IFLA_ADDRESS])
+	if (!tb[IFLA_ADDRESS])
 		eth_hw_addr_random(dev);
 
 	err = register_netdevice(dev);
@@ -464,7 +465,7 @@ static struct rtnl_link_ops devtcp_link_ops = {
 	.fill_info		= devtcp_fill_info,
 	.policy			= devtcp_policy,
 	.maxtype		= IFLA_DEVTCP_MAX,
-	.peer_type		= IFLA_DEVTCP_PEER,
+	DEVTCP_LINK_PEER_TYPE(IFLA_DEVTCP_PEER)
 	.get_link_net		= devtcp_get_link_net,
 	.get_num_tx_queues	= devtcp_default_queues,
 	.get_num_rx_queues	= devtcp_default_queues,

@@ -6,15 +6,14 @@
  */
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
-#include <net/netdev_lock.h>
 #include <net/netdev_queues.h>
 #include <net/netdev_rx_queue.h>
 #include <net/page_pool/types.h>
 
 #include "devtcp.h"
 
-static int devtcp_queue_mem_alloc(struct net_device *dev, struct netdev_queue_config *qcfg,
-				  void *per_queue_mem, int idx)
+static int devtcp_queue_mem_alloc(struct net_device *dev, DEVTCP_QCFG void *per_queue_mem,
+				  int idx)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 
@@ -39,7 +38,7 @@ static int devtcp_queue_stop(struct net_device *dev, void *per_queue_mem, int id
 	struct devtcp_priv *priv = netdev_priv(dev);
 	struct devtcp_rxq *rxq = &priv->rxq[idx];
 
-	napi_disable_locked(&rxq->napi);
+	devtcp_napi_disable(&rxq->napi);
 	/* The core frees these pools after our NAPI runs again. */
 	page_pool_disable_direct_recycling(rxq->mem.hdr_pool);
 	page_pool_disable_direct_recycling(rxq->mem.data_pool);
@@ -48,8 +47,7 @@ static int devtcp_queue_stop(struct net_device *dev, void *per_queue_mem, int id
 	return 0;
 }
 
-static int devtcp_queue_start(struct net_device *dev, struct netdev_queue_config *qcfg,
-			      void *per_queue_mem, int idx)
+static int devtcp_queue_start(struct net_device *dev, DEVTCP_QCFG void *per_queue_mem, int idx)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 	struct devtcp_rxq *rxq = &priv->rxq[idx];
@@ -57,7 +55,7 @@ static int devtcp_queue_start(struct net_device *dev, struct netdev_queue_config
 	rxq->mem = *(struct devtcp_rx_mem *)per_queue_mem;
 	rxq->restarts++;
 	devtcp_rx_mem_attach(rxq);
-	napi_enable_locked(&rxq->napi);
+	devtcp_napi_enable(&rxq->napi);
 	local_bh_disable();
 	devtcp_napi_kick(rxq);
 	local_bh_enable();
@@ -68,7 +66,7 @@ static int devtcp_queue_start(struct net_device *dev, struct netdev_queue_config
  * The device that maps dma-bufs for devmem RX and TX and io_uring areas.
  * Bindings made here may outlive the module (see devtcp_exit()).
  */
-static struct device *devtcp_queue_get_dma_dev(struct net_device *dev, int idx)
+static __maybe_unused struct device *devtcp_queue_get_dma_dev(struct net_device *dev, int idx)
 {
 	devtcp_note_provider();
 	return devtcp_dma_dev();
@@ -80,7 +78,7 @@ const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops = {
 	.ndo_queue_mem_free	= devtcp_queue_mem_free,
 	.ndo_queue_start	= devtcp_queue_start,
 	.ndo_queue_stop		= devtcp_queue_stop,
-	.ndo_queue_get_dma_dev	= devtcp_queue_get_dma_dev,
+	DEVTCP_QUEUE_DMA_DEV(devtcp_queue_get_dma_dev)
 };
 
 /*
@@ -100,14 +98,14 @@ static ssize_t restart_rx_queue_store(struct device *d, struct device_attribute 
 	/* sysfs removal waits for us under RTNL: never block on it here. */
 	if (!rtnl_trylock())
 		return restart_syscall();
-	netdev_lock(dev);
+	devtcp_ops_lock(dev);
 	if (!netif_running(dev))
 		err = -ENETDOWN;
 	else if (idx >= dev->real_num_rx_queues)
 		err = -ERANGE;
 	else
-		err = netdev_rx_queue_restart(dev, idx);
-	netdev_unlock(dev);
+		err = devtcp_rx_queue_restart(dev, idx);
+	devtcp_ops_unlock(dev);
 	rtnl_unlock();
 	return err ?: count;
 }
@@ -123,4 +121,3 @@ const struct attribute_group devtcp_sysfs_group = {
 	.attrs	= devtcp_sysfs_attrs,
 };
 
-MODULE_IMPORT_NS("NETDEV_INTERNAL");

@@ -58,6 +58,8 @@ static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool
 
 	if (!page_pool_is_unreadable(pool))
 		return 0;
+	/* Kernels without ndo_queue_get_dma_dev map the binding with our device too. */
+	devtcp_note_provider();
 	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
 	if (!netmem)
 		return -ENOMEM;
@@ -328,19 +330,19 @@ int devtcp_rxq_open(struct devtcp_rxq *rxq)
 	atomic_set(&txq->inflight, 0);
 	rxq->napi_cpu = cpumask_local_spread(rxq->idx, dev_to_node(&dev->dev));
 	INIT_CSD(&rxq->kick_csd, devtcp_napi_remote, rxq);
-	netif_napi_add_config_locked(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
+	devtcp_napi_add(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
 	err = devtcp_rx_mem_alloc(rxq, &rxq->mem);
 	if (err)
 		goto err_napi;
 	rxq->sender_stopped = false;
 	devtcp_rx_mem_attach(rxq);
-	napi_enable_locked(&rxq->napi);
+	devtcp_napi_enable(&rxq->napi);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, &rxq->napi);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_TX, &rxq->napi);
 	return 0;
 
 err_napi:
-	netif_napi_del_locked(&rxq->napi);
+	devtcp_napi_del(&rxq->napi);
 	ptr_ring_cleanup(&txq->done, NULL);
 err_wire:
 	ptr_ring_cleanup(&rxq->wire, NULL);
@@ -365,8 +367,8 @@ void devtcp_rxq_close(struct devtcp_rxq *rxq)
 
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_RX, NULL);
 	netif_queue_set_napi(dev, rxq->idx, NETDEV_QUEUE_TYPE_TX, NULL);
-	napi_disable_locked(&rxq->napi);
-	netif_napi_del_locked(&rxq->napi);
+	devtcp_napi_disable(&rxq->napi);
+	devtcp_napi_del(&rxq->napi);
 	local_bh_disable();
 	while ((skb = __ptr_ring_consume(&rxq->wire)))
 		devtcp_tx_complete(rxq, skb, 0);
