@@ -12,6 +12,9 @@
 #
 # Building for a real host's running kernel instead of the test kernel:
 #   make -C kernel KDIR=/lib/modules/$(uname -r)/build
+# or with DKMS, rebuilt for every kernel the host installs (needs dkms):
+#   make dkms-install   sources to /usr/src/devtcp-VERSION, dkms add + install
+#   make dkms-remove    dkms remove --all, and the sources go
 
 MODULE_DIRS := kernel selftests/harness/warn
 
@@ -24,6 +27,7 @@ modules: provision
 	@for d in $(MODULE_DIRS); do \
 		selftests/vm/kbuild $$d -s || exit 1; \
 	done
+	@selftests/vm/kbuild --lts -s
 
 userspace: provision
 	@$(MAKE) -s -C userspace
@@ -54,6 +58,25 @@ bench-coll: userspace
 checkpatch: provision
 	@selftests/checkpatch.sh
 
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)
+DKMS_SRC := /usr/src/devtcp-$(DKMS_VERSION)
+
+dkms-install:
+	@command -v dkms > /dev/null || { echo "dkms-install: install dkms first (apt-get install dkms)" >&2; exit 1; }
+	@if dkms status devtcp/$(DKMS_VERSION) | grep -q .; then dkms remove -q devtcp/$(DKMS_VERSION) --all; fi
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)/kernel $(DKMS_SRC)/uapi/linux
+	cp dkms.conf $(DKMS_SRC)/
+	cp kernel/Kbuild kernel/Makefile $(filter-out %.mod.c,$(wildcard kernel/*.[ch])) $(DKMS_SRC)/kernel/
+	cp uapi/linux/*.h $(DKMS_SRC)/uapi/linux/
+	dkms add devtcp/$(DKMS_VERSION)
+	dkms install devtcp/$(DKMS_VERSION)
+
+dkms-remove:
+	@command -v dkms > /dev/null || { echo "dkms-remove: dkms is not installed" >&2; exit 1; }
+	@if dkms status devtcp/$(DKMS_VERSION) | grep -q .; then dkms remove devtcp/$(DKMS_VERSION) --all; fi
+	rm -rf $(DKMS_SRC)
+
 clean:
 	@if [ -d build/vm ]; then \
 		for d in $(MODULE_DIRS); do selftests/vm/kbuild $$d clean -s; done; \
@@ -65,4 +88,5 @@ clean:
 	@$(MAKE) -s -C selftests/libdevmem clean
 	@$(MAKE) -s -C selftests/coll clean
 
-.PHONY: all provision modules userspace check check-fresh check-debug demo bench bench-coll checkpatch clean
+.PHONY: all provision modules userspace check check-fresh check-debug demo bench bench-coll checkpatch \
+	dkms-install dkms-remove clean
