@@ -208,6 +208,26 @@ static bool read_signals(int sfd)
 	return running;
 }
 
+/* What clients can and cannot ask of this kernel (6.12 LTS: devmem RX only). */
+static void log_kernel_features(void)
+{
+	char offers[128] = "", lacks[128] = "";
+	unsigned int kf, bit;
+	const char *name;
+
+	if (devmem_kernel_features(&kf)) {
+		rdpm_log(LOG_WARNING, "%s", devmem_last_error());
+		return;
+	}
+	for (bit = 1; (name = devmem_kernel_feature_name(bit)); bit <<= 1) {
+		char *list = kf & bit ? offers : lacks;
+
+		snprintf(list + strlen(list), sizeof(offers) - strlen(list), " %s", name);
+	}
+	rdpm_log(LOG_INFO, "kernel offers:%s; lacks:%s", offers[0] ? offers : " nothing",
+		 lacks[0] ? lacks : " nothing");
+}
+
 int main(int argc, char **argv)
 {
 	struct mnl_socket *nl;
@@ -226,6 +246,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fcntl(mnl_socket_get_fd(nl), F_SETFL, O_NONBLOCK);
+	log_kernel_features();
 	ready = setup_nics();
 	rdpmd.epfd = epoll_create1(EPOLL_CLOEXEC);
 	watch(lfd, &lfd);

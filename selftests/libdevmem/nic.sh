@@ -238,4 +238,19 @@ exec {nt_in}>&-
 wait "$NT_PID"
 check "nic_test exits cleanly" test $? = 0
 NT_PID=
+# devmem_kernel_features(3), through `devmem nic show`, agrees with the
+# kernel's own symbols: bind-rx always (6.12 on), bind-tx and zcrx from 6.15.
+show=$(ip netns exec ns2 /devtcp/userspace/tools/devmem nic show dtb)
+offers=$(sed -n 's/^kernel offers:\(.*\); kernel lacks:.*/\1/p' <<< "$show")
+echo "kernel offers:$offers"
+has() { [[ " $offers " == *" $1 "* ]]; }
+check "devmem nic show: the kernel offers bind-rx" has bind-rx
+for f in "bind-tx netdev_nl_bind_tx_doit" "io_uring-zcrx io_zcrx_recv_skb"; do
+	set -- $f
+	if kernel_has "$2"; then
+		check "devmem nic show: the kernel offers $1 (it has $2)" has "$1"
+	else
+		check "devmem nic show: the kernel lacks $1 (it has no $2)" bash -c "! [[ ' $offers ' == *' $1 '* ]]"
+	fi
+done
 finish

@@ -13,6 +13,8 @@ bytes=${RDPM_TEST_BYTES:-20000000}
 rdpm_setup
 before=$(snapshot)
 check "rdpmd starts" start_rdpmd
+check "... and says what the kernel offers (bind-rx at least)" \
+	grep -q "<6>kernel offers:.* bind-rx.*; lacks:" $RDPM_LOG
 check "... header split is on" grep -q "TCP data split:.*on" <<< "$(b ethtool -g dtb)"
 check "... ntuple is on" grep -q "ntuple-filters: on" <<< "$(b ethtool -k dtb)"
 check "... the main RSS table spreads over queues 0-3" test "$(rss_queues ns2 dtb)" = "0 1 2 3"

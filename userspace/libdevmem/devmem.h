@@ -94,6 +94,22 @@ int devmem_cpu_end(struct devmem_mem *mem, unsigned int dir);
 int devmem_mem_read(struct devmem_mem *mem, uint64_t off, void *dst, size_t len);
 int devmem_mem_write(struct devmem_mem *mem, uint64_t off, const void *src, size_t len);
 
+/* ----------------------------------------------------------------- kernel */
+
+/* What the running kernel offers (devmem_kernel_features()). */
+#define DEVMEM_KF_BIND_RX	(1u << 0)	/* devmem RX: netdev bind-rx (6.12) */
+#define DEVMEM_KF_BIND_TX	(1u << 1)	/* devmem TX: netdev bind-tx (6.15) */
+#define DEVMEM_KF_ZCRX		(1u << 2)	/* io_uring zero-copy receive (6.15) */
+#define DEVMEM_KF_RSS_NETLINK	(1u << 3)	/* RSS contexts over ethtool netlink */
+
+/*
+ * Sets *@features to the DEVMEM_KF_* the running kernel offers, asking the
+ * kernel itself (backports count). Needs no privilege.
+ */
+int devmem_kernel_features(unsigned int *features);
+/* "bind-rx", "bind-tx", ... for one DEVMEM_KF_* bit; NULL for others. */
+const char *devmem_kernel_feature_name(unsigned int feature);
+
 /* --------------------------------------------------------------------- nic */
 
 struct devmem_nic;

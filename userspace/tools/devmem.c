@@ -313,6 +313,29 @@ static void show_page_pools(struct devmem_nic *nic, int json)
 		printf("]");
 }
 
+/* The kernel's devmem features, offered and lacking (devmem_kernel_features(3)). */
+static void print_features(unsigned int kf, bool json)
+{
+	const char *name;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		bool want = pass == 0, first = true;
+
+		printf(json ? ", \"kernel_%s\": [" : "kernel %s:", want ? "offers" : "lacks");
+		for (unsigned int bit = 1; (name = devmem_kernel_feature_name(bit)); bit <<= 1) {
+			if (!!(kf & bit) != want)
+				continue;
+			printf(json ? "%s\"%s\"" : "%s %s", json && !first ? ", " : "", name);
+			first = false;
+		}
+		if (json)
+			printf("]");
+		else
+			printf(first ? " nothing%s" : "%s", want ? "; " : "\n");
+	}
+}
+
 static int cmd_nic_show(const char *ifname, int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
@@ -323,6 +346,7 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 	struct devmem_reservation r;
 	char path[256];
 	int opt, n, json = 0, setup;
+	unsigned int kf;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt != 'j')
@@ -339,6 +363,7 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		n = sizeof(qi) / sizeof(qi[0]);
 	state_path(path, sizeof(path), ifname);
 	setup = !devmem_nic_reservation(path, &r);
+	check(devmem_kernel_features(&kf), NULL);
 
 	if (json) {
 		printf("{\"ifname\": \"%s\", \"ifindex\": %d, \"queues\": %u, \"max_queues\": %u, "
@@ -349,6 +374,7 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		if (setup)
 			printf(", \"reserved\": [%u, %u], \"rss_ctx\": %u", r.first,
 			       r.first + r.count - 1, r.rss_ctx);
+		print_features(kf, true);
 		printf(", \"rx_queues\": [");
 	} else {
 		printf("%s (ifindex %d): %u of %u queues, header split %s, hds-thresh %u, "
@@ -358,6 +384,9 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 		if (setup)
 			printf("devmem: queues %u-%u reserved (RSS context %u)\n", r.first,
 			       r.first + r.count - 1, r.rss_ctx);
+		print_features(kf, false);
+		if (!st.hds_thresh_max)
+			printf("hds-thresh: none (the kernel, before 6.14, or the driver has none)\n");
 		printf("%-6s %-8s %-10s %-14s %-14s %s\n", "queue", "napi", "memory", "rx packets",
 		       "rx bytes", "alloc fail");
 	}

@@ -128,5 +128,22 @@ int main(void)
 	mnl_attr_put_strz(err, NLMSGERR_ATTR_MSG, "no qstats");
 	devmem_nl_parse_ext(err, req, &ext);
 	CHECK(!strcmp(ext.msg, "no qstats"), "done: msg '%s'", ext.msg);
+
+	/* Kernel features: one name per bit, none for other values; the
+	 * running kernel is asked and answers with known bits only (which ones
+	 * is checked against the kernel in the VM, selftests/libdevmem/nic.sh). */
+	CHECK(!strcmp(devmem_kernel_feature_name(DEVMEM_KF_BIND_RX), "bind-rx") &&
+	      !strcmp(devmem_kernel_feature_name(DEVMEM_KF_BIND_TX), "bind-tx") &&
+	      !strcmp(devmem_kernel_feature_name(DEVMEM_KF_ZCRX), "io_uring-zcrx") &&
+	      !strcmp(devmem_kernel_feature_name(DEVMEM_KF_RSS_NETLINK), "ethtool-rss-netlink"),
+	      "feature names");
+	CHECK(!devmem_kernel_feature_name(0) && !devmem_kernel_feature_name(1u << 4) &&
+	      !devmem_kernel_feature_name(DEVMEM_KF_BIND_RX | DEVMEM_KF_BIND_TX),
+	      "no name for other values");
+	unsigned int kf = ~0u;
+
+	CHECK(devmem_kernel_features(&kf) == 0, "kernel features: %s", devmem_last_error());
+	CHECK(!(kf & ~(DEVMEM_KF_BIND_RX | DEVMEM_KF_BIND_TX | DEVMEM_KF_ZCRX |
+		       DEVMEM_KF_RSS_NETLINK)), "unknown feature bits 0x%x", kf);
 	return check_done("t_nl");
 }
