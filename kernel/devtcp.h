@@ -217,6 +217,7 @@ int devtcp_link_init(void);
 void devtcp_link_exit(void);
 int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels);
 int devtcp_rx_queue_restart(struct net_device *dev, unsigned int idx);
+int devtcp_provider_queue(struct net_device *dev, u32 from);
 
 /* rx.c */
 int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);

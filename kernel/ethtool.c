@@ -24,11 +24,17 @@ static int devtcp_set_channels(struct net_device *dev, struct ethtool_channels *
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 	u32 old = dev->real_num_rx_queues;
-	int err;
+	int err, q;
 
 	/* The core has checked the range and the RSS table against the count. */
 	if (ch->combined_count == old)
 		return 0;
+	q = devtcp_provider_queue(dev, ch->combined_count);
+	if (q >= 0) {
+		netdev_warn(dev, "channels: queue %d has a memory provider bound: unbind it first\n",
+			    q);
+		return -EBUSY;
+	}
 	err = devtcp_queues_restart(priv, ch->combined_count);
 	if (err && dev->real_num_rx_queues != old)
 		devtcp_queues_restart(priv, old);
@@ -58,8 +64,15 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	u32 old_rx = priv->rx_ring_size, old_tx = priv->tx_ring_size;
 	u32 old_thresh = priv->hds_thresh;
 	bool old_hds = priv->hds;
-	int err;
+	int err, q;
 
+	q = devtcp_provider_queue(dev, 0);
+	if (q >= 0 && kring->tcp_data_split != ETHTOOL_TCP_DATA_SPLIT_ENABLED) {
+		NL_SET_ERR_MSG_FMT(extack,
+				   "queue %d has a memory provider bound, which needs header split",
+				   q);
+		return -EBUSY;
+	}
 	if (ring->rx_pending < DEVTCP_RING_MIN || ring->tx_pending < DEVTCP_RING_MIN) {
 		NL_SET_ERR_MSG_FMT(extack, "ring sizes must be at least %d", DEVTCP_RING_MIN);
 		return -EINVAL;

@@ -63,6 +63,24 @@ static int devtcp_queue_start(struct net_device *dev, DEVTCP_QCFG void *per_queu
 }
 
 /*
+ * The highest RX queue from @from on with a memory provider (devmem or
+ * io_uring) bound, or -1. Newer cores refuse what would break a binding
+ * (header split off, fewer channels) before calling us; 6.12's does not.
+ */
+int devtcp_provider_queue(struct net_device *dev, u32 from)
+{
+	int i;
+
+	for (i = dev->real_num_rx_queues - 1; i >= (int)from; i--) {
+		const struct netdev_rx_queue *rxq = __netif_get_rx_queue(dev, i);
+
+		if (rxq->mp_params.mp_ops || rxq->mp_params.mp_priv)
+			return i;
+	}
+	return -1;
+}
+
+/*
  * The device that maps dma-bufs for devmem RX and TX and io_uring areas.
  * Bindings made here may outlive the module (see devtcp_exit()).
  */
