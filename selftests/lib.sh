@@ -45,6 +45,10 @@ finish() {
 
 DEVTCP_PAIR=/devtcp/userspace/tools/devtcp-pair
 
+# kernel_has SYMBOL: the running kernel has SYMBOL, the function that a
+# feature's tests need (how tests tell 6.12 LTS from newer kernels).
+kernel_has() { grep -qw "$1" /proc/kallsyms; }
+
 # devtcp_pair NAME_A NS_A NAME_B NS_B [devtcp-pair options...]
 # Creates network namespaces NS_A and NS_B and a devtcp pair between them
 # (NAME_A in NS_A, NAME_B in NS_B), brings both ends and the loopbacks up and
@@ -204,4 +208,33 @@ rss_queues() {
 	shift 2
 	ip netns exec "$ns" ethtool -x "$dev" "$@" |
 		awk '/^ *[0-9]+: / { for (i = 2; i <= NF; i++) print $i }' | sort -un | xargs
+}
+
+# Header split on the pair devtcp_pair made (dtb in ns2): frame and split
+# counters summed over its queues, UDP datagrams from ns1, and genl.py.
+hds_nl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
+split_total() {
+	ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_split_packets:/ { s += $2 } END { print s + 0 }'
+}
+rx_total() {
+	ip netns exec ns2 ethtool -S dtb | awk '/rx[0-9]+_packets:/ { s += $2 } END { print s + 0 }'
+}
+# send_udp SIZE COUNT: datagrams from ns1 to ns2
+send_udp() {
+	ip netns exec ns1 python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range($2):
+    s.sendto(b'u' * $1, ('10.99.0.2', 9999))"
+}
+
+# udp_split SIZE: sends 200 datagrams of SIZE bytes, sets $frames and $split
+# to how many frames the receiver got and how many of them it split.
+udp_split() {
+	local s0 p0
+	s0=$(split_total); p0=$(rx_total)
+	send_udp "$1" 200
+	sleep 1
+	split=$(($(split_total) - s0)); frames=$(($(rx_total) - p0))
+	echo "threshold ${hds_thresh:-0}, $1 bytes: $frames frames, $split split"
 }

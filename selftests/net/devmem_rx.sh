@@ -3,10 +3,10 @@
 # devmem RX through the devtcp NIC: a udmabuf bound to queue 3 (netdev
 # bind-rx), the flow steered there by an ntuple rule, received with
 # MSG_SOCK_DEVMEM and validated byte for byte in the mmapped dma-buf;
-# the same into a system dma-heap buffer and at MTU 9000; binding errors
-# (each with the kernel's reason, leaving the queue as it was); a dma-buf
-# of one buffer that stalls the stream without corrupting it; and the queue
-# back on host memory after unbinding.
+# the same into a system dma-heap buffer and at MTU 9000; binding errors;
+# a dma-buf of one buffer that stalls the stream without corrupting it; and
+# the queue back on host memory after unbinding. What only newer kernels
+# check (hds-thresh, rx-page-size) is in devmem_rx_limits.sh.
 # DEVTCP_DEVMEM_BYTES sets the stream size (default 1 GiB).
 . "$(dirname "$0")/../lib.sh"
 
@@ -16,15 +16,20 @@ devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 rx="ip netns exec ns2 selftests/net/devmem_rx -i dtb"
 e() { ip netns exec ns2 ethtool "$@"; }
 stat() { ethtool_stat ns2 dtb "$1"; }
+genl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
 
 out=$(timeout 20 $rx -q $q -p 5000 -n 1 2>&1)
 check "bind-rx with header split off is refused" test $? = 1
 echo "$out"
-check "... with the kernel's reason" grep -q "tcp-data-split is disabled" <<< "$out"
+# Kernels with hds-thresh (6.14) check header split themselves; 6.12 finds
+# that the queue's new pools did not take the memory provider.
+reason="tcp-data-split is disabled"
+genl hds-thresh dtb > /dev/null 2>&1 ||
+	reason="No data available"
+check "... with the kernel's reason ($reason)" grep -q "$reason" <<< "$out"
 
 devmem_steer ns2 dtb $q 5001 5002 || fail "cannot steer ports 5001, 5002 to queue $q"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
-genl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
 pools() { page_pools ns2 "$ifindex"; }
 pools_unbound=$(pools)
 
@@ -32,52 +37,12 @@ out=$(timeout 20 $rx -q 8 -p 5000 -n 1 2>&1)
 check "bind-rx to a queue that does not exist is refused" test $? = 1
 echo "$out"
 
-# refused WHAT MESSAGE [devmem_rx options]: bind-rx fails with exit 1 and
-# MESSAGE (the kernel's extack), and queue $q was not restarted, nor a page
-# pool left behind.
-refused() {
-	local what=$1 msg=$2 restarts pools0 rc
-	shift 2
-	restarts=$(stat rx${q}_restarts)
-	pools0=$(pools)
-	out=$(timeout 20 $rx -q $q -p 5000 -n 1 "$@" 2>&1)
-	rc=$?
-	echo "$out"
-	check "$what is refused (exit $rc)" test $rc = 1
-	check "... with \"$msg\"" grep -qF "$msg" <<< "$out"
-	check "... and queue $q is left as it was" \
-		test "$(stat rx${q}_restarts)" = "$restarts" -a "$(pools)" = "$pools0"
-}
-
-# Header split must hand every payload byte to the provider.
-genl set-hds-thresh dtb 256 || fail "cannot set hds-thresh"
-refused "bind-rx while hds-thresh is 256" "Invalid argument: hds-thresh is not zero"
-check "... which is still 256" grep -q "^hds-thresh 256 " <<< "$(genl hds-thresh dtb)"
-genl set-hds-thresh dtb 0 || fail "cannot reset hds-thresh"
-
-# rx-page-size, the binding's buffer size: the policy wants >= PAGE_SIZE,
-# bind-rx a power of two, and each dma-buf chunk must hold whole buffers, so
-# a dma-buf smaller than one buffer (a one-page udmabuf, 8 KiB buffers) is
-# refused while mapping it, before any queue is touched.
-refused "rx-page-size 2048 (below PAGE_SIZE)" \
-	"Numerical result out of range: integer out of range" --rx-page-size 2048
-refused "rx-page-size 12288" "Invalid argument: rx-page-size must be a power of 2" \
-	--rx-page-size 12288
-refused "a 4 KiB dma-buf with 8 KiB buffers" \
-	"Invalid argument: dmabuf sg entry" -b 4096 --rx-page-size 8192
-# The kernel cuts formatted extacks at 80 characters: "size 8192" ends "size 81".
-check "... as its chunk is not aligned to the buffer size" \
-	grep -q "len=4096) not aligned to niov size" <<< "$out"
-
 # stream PORT BYTES SEED [devmem_rx options]: devmem receiver, plain sender.
 stream() {
 	local port=$1 n=$2 seed=$3
 	shift 3
 	stream_to /tmp/rx.out "$port" "$n" "$seed" selftests/net/devmem_rx -i dtb -q $q "$@"
 }
-
-check "rx-page-size 4096 (PAGE_SIZE) is accepted and receives intact" \
-	stream 5001 20000000 25 --rx-page-size 4096
 
 # One buffer for a ring of 1024: the binding is valid, but out-of-order
 # segments pin the only buffer, so the retransmission that would fill the
@@ -111,10 +76,6 @@ wait_listen /tmp/rx2.out
 out=$(e -G dtb tcp-data-split off 2>&1)
 check "header split cannot be turned off while bound" test $? -ne 0
 echo "$out"
-out=$(genl set-hds-thresh dtb 256 2>&1)
-check "hds-thresh cannot be raised while bound" test $? -ne 0
-echo "$out"
-check "... because of the memory provider" grep -q "non-zero hds_thresh while device is memory provider" <<< "$out"
 out=$(timeout 20 $rx -q $q -p 5003 -n 1 2>&1)
 check "binding the same queue twice is refused" test $? = 1
 echo "$out"
@@ -142,7 +103,9 @@ e -X dtb equal 3
 out=$(e -L dtb combined 3 2>&1)
 check "channels cannot drop below the bound queue" test $? -ne 0
 echo "$out"
-check "... because of the memory provider" grep -q "too low for existing memory provider" <<< "$out"
+# The core says why (7.x); on 6.12 the driver refuses (EBUSY, and logs why).
+check "... because of the memory provider" \
+	grep -Eq "too low for existing memory provider|Device or resource busy" <<< "$out"
 check "... 8 channels still" test "$(e -l dtb | awk '/^Combined:/ { v = $2 } END { print v }')" = 8
 kill $pid
 wait $pid 2>/dev/null

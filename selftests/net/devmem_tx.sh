@@ -10,6 +10,9 @@
 # DEVTCP_DEVMEM_BYTES sets the stream size (default 1 GiB).
 . "$(dirname "$0")/../lib.sh"
 
+kernel_has netdev_nl_bind_tx_doit ||
+	skip "this kernel has no devmem TX (netdev bind-tx: 6.15 and later)"
+
 bytes=${DEVTCP_DEVMEM_BYTES:-1073741824}
 q=3
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"

@@ -9,6 +9,9 @@
 # DEVTCP_ZCRX_BYTES sets the stream size (default 256 MiB).
 . "$(dirname "$0")/../lib.sh"
 
+kernel_has io_zcrx_recv_skb ||
+	skip "this kernel has no io_uring zero-copy receive (zcrx: 6.15 and later)"
+
 bytes=${DEVTCP_ZCRX_BYTES:-268435456}
 q=3
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"

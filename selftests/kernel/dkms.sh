@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# `make dkms-install` on the booted kernel, as on a GPU host: DKMS builds
+# devtcp.ko from /usr/src/devtcp-VERSION, modprobe loads DKMS's module, a
+# pair streams over it, and `make dkms-remove` leaves no module, no DKMS
+# state and no sources behind. The VM's root is read-only, so the
+# directories DKMS writes get a writable layer for the test.
+. "$(dirname "$0")/../lib.sh"
+
+command -v dkms > /dev/null || fail "dkms is not installed in the VM's root (selftests/vm/provision)"
+kver=$(uname -r)
+ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' /devtcp/dkms.conf)
+mods=/usr/lib/modules/$kver
+modprobe overlay 2> /dev/null
+for d in /usr/src /var/lib/dkms "$mods"; do
+	mkdir -p "/tmp/dkms-layer$d/up" "/tmp/dkms-layer$d/work"
+	mount -t overlay overlay -o "lowerdir=$d,upperdir=/tmp/dkms-layer$d/up,workdir=/tmp/dkms-layer$d/work" "$d" ||
+		fail "cannot put a writable layer over $d"
+done
+
+# make TARGET, its output shown only when it fails.
+dkms_make() {
+	make -s -C /devtcp "$1" > /tmp/dkms.log 2>&1 && return 0
+	tail -30 /tmp/dkms.log
+	return 1
+}
+pair_streams() { devtcp_pair dta ns1 dtb ns2 && plain_stream 5500 20000000 5; }
+
+rmmod devtcp 2> /dev/null
+SECONDS=0
+check "make dkms-install builds and installs devtcp $ver for $kver" dkms_make dkms-install
+echo "DKMS built and installed the module in $SECONDS s"
+check "dkms status says installed" bash -c "dkms status devtcp/$ver -k $kver | grep -q installed"
+ko=$(modinfo -n devtcp 2> /dev/null)
+echo "modinfo: $ko"
+check "modprobe finds DKMS's module" bash -c "[[ '$ko' == */modules/$kver/updates/dkms/devtcp.ko* ]]"
+check "modprobe devtcp loads it" modprobe devtcp
+check "it was built for this kernel" \
+	bash -c "modinfo -F vermagic devtcp | grep -q '^$kver '"
+check "a pair made with it streams intact" pair_streams
+# Pages of freed skbs wait on idle CPUs' defer lists for a NET_RX softirq.
+softirq_each_cpu ns2
+softirq_each_cpu ns1
+ip netns del ns1 2> /dev/null
+ip netns del ns2 2> /dev/null
+check "it unloads" rmmod devtcp
+
+check "make dkms-remove succeeds" dkms_make dkms-remove
+check "no devtcp module is left under $mods" \
+	test -z "$(find "$mods" -name 'devtcp.ko*')"
+check "no DKMS state is left" test ! -e /var/lib/dkms/devtcp
+check "no sources are left" test ! -e "/usr/src/devtcp-$ver"
+check "modprobe no longer finds devtcp" bash -c '! modinfo -n devtcp 2> /dev/null'
+
+for d in "$mods" /var/lib/dkms /usr/src; do umount "$d"; done
+# The suite goes on with the tree's module.
+insmod "$DEVTCP_KO" || fail "cannot load $DEVTCP_KO again"
+finish
