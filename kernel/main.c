@@ -41,6 +41,13 @@ static int __init devtcp_init(void)
 	err = dma_coerce_mask_and_coherent(&devtcp_pdev->dev, DMA_BIT_MASK(64));
 	if (err)
 		goto err_pdev;
+	/*
+	 * The device model copies any length to any address: dma-bufs mapped
+	 * for bindings may have segments of any size and alignment (the 64 KiB
+	 * default made DMA-API debugging warn on a udmabuf's larger ones).
+	 */
+	dma_set_max_seg_size(&devtcp_pdev->dev, UINT_MAX);
+	dma_set_seg_boundary(&devtcp_pdev->dev, ULONG_MAX);
 
 	err = devtcp_link_init();
 	if (err)
