@@ -32,9 +32,12 @@ static int id_cb(const struct nlmsghdr *nlh, void *data)
 	return 0;
 }
 
+/* A binding and its netlink socket; -EOPNOTSUPP, saying so, when the kernel
+ * lacks the command @cmd (6.12 LTS has bind-rx only). */
 static int binding_new(struct devmem_binding **b, struct devmem_mem *mem, const char *ifname,
-		       uint16_t *family)
+		       uint16_t *family, unsigned int cmd)
 {
+	uint64_t ops = 0;
 	int err;
 
 	*b = calloc(1, sizeof(**b));
@@ -43,7 +46,13 @@ static int binding_new(struct devmem_binding **b, struct devmem_mem *mem, const 
 	(*b)->mem = mem;
 	err = devmem_nl_open(&(*b)->nl, ifname);
 	if (!err)
-		err = devmem_nl_family((*b)->nl, DM_NETDEV_FAMILY_NAME, family, NULL, ifname);
+		err = devmem_nl_family((*b)->nl, DM_NETDEV_FAMILY_NAME, family, &ops, ifname);
+	if (!err && !(ops & (1ull << cmd)))
+		err = devmem_fail(-EOPNOTSUPP, "%s: this kernel has no devmem %s (netdev %s: Linux %s "
+				  "and later; see devmem_kernel_features(3))", ifname,
+				  cmd == DM_NETDEV_CMD_BIND_TX ? "TX" : "RX",
+				  cmd == DM_NETDEV_CMD_BIND_TX ? "bind-tx" : "bind-rx",
+				  cmd == DM_NETDEV_CMD_BIND_TX ? "6.15" : "6.12");
 	if (err) {
 		devmem_nl_close((*b)->nl);
 		free(*b);
@@ -89,6 +98,17 @@ static int explain_bind_rx(struct devmem_nic *nic, const struct devmem_nl_ext *e
 		return devmem_fail(err, "%s queue %u: header split is off: call "
 				   "devmem_nic_set_header_split(nic, true) (ethtool -G %s "
 				   "tcp-data-split on) (kernel: %s)", name, lowest, name, ext->msg);
+	/* 6.12 checks no header split: the restarted queue just left the
+	 * dma-buf unused (ENODATA, no message). */
+	if (err == -ENODATA && !ext->msg[0]) {
+		struct devmem_nic_state st;
+
+		if (!devmem_nic_state(nic, &st) && !st.header_split)
+			return devmem_fail(err, "%s queue %u: header split is off: call "
+					   "devmem_nic_set_header_split(nic, true) (ethtool -G %s "
+					   "tcp-data-split on) (kernel: the queue did not take the "
+					   "dma-buf, ENODATA)", name, lowest, name);
+	}
 	if (strstr(ext->msg, "hds-thresh is not zero"))
 		return devmem_fail(err, "%s queue %u: hds-thresh is not 0: call "
 				   "devmem_nic_set_header_split(nic, true) (ethtool -G %s "
@@ -148,7 +168,7 @@ DEVMEM_EXPORT int devmem_bind_rx(struct devmem_binding **out, struct devmem_nic 
 				return devmem_fail(-EINVAL, "%s: queue %u is listed twice in one "
 						   "bind-rx", devmem_nic_name(nic), queues[i]);
 	}
-	err = binding_new(&b, mem, devmem_nic_name(nic), &family);
+	err = binding_new(&b, mem, devmem_nic_name(nic), &family, DM_NETDEV_CMD_BIND_RX);
 	if (err)
 		return err;
 	nlh = devmem_nl_msg(b->nl, family, DM_NETDEV_CMD_BIND_RX, DM_NETDEV_FAMILY_VERSION, 0);
@@ -188,7 +208,7 @@ DEVMEM_EXPORT int devmem_bind_tx(struct devmem_binding **out, struct devmem_nic 
 
 	if (!out || !nic || !mem)
 		return devmem_fail(-EINVAL, "devmem_bind_tx: out, nic and mem must not be NULL");
-	err = binding_new(&b, mem, devmem_nic_name(nic), &family);
+	err = binding_new(&b, mem, devmem_nic_name(nic), &family, DM_NETDEV_CMD_BIND_TX);
 	if (err)
 		return err;
 	nlh = devmem_nl_msg(b->nl, family, DM_NETDEV_CMD_BIND_TX, DM_NETDEV_FAMILY_VERSION, 0);
