@@ -11,7 +11,8 @@
  * CUDA's driver API is loaded at run time: DEVCOLL_CUDA=auto (default)
  * recognises device pointers when the process had loaded libcuda.so.1 by
  * devcoll_comm_init() (a program that has not cannot hold any), on loads it
- * there, off never looks. libdevmem loads it (DEVMEM_LIBCUDA names another
+ * there, off never asks CUDA but refuses, saying so, a buffer the CPU cannot
+ * reach. libdevmem loads it (DEVMEM_LIBCUDA names another
  * library, for tests).
  * Copies are synchronous (cuMemcpy), so they follow the work queued on the
  * legacy default stream; work on other streams must be synchronised first.
@@ -24,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include "cuda_api.h"
 #include "devmem.h"
 #include "internal.h"
@@ -68,23 +71,24 @@ int dc_cuda_init(devcoll_comm *c)
 	else if (!strcmp(mode, "on"))
 		ret = cu_load(true);
 	else if (!strcmp(mode, "off"))
-		ret = 0;
+		ret = 2;
 	else
 		return dc_fail(-EINVAL, "DEVCOLL_CUDA=%s: not auto, on or off", mode);
 	if (ret < 0)
 		return ret;
-	c->cuda = ret == 1;	/* the template of the communicators made */
+	/* the template of the communicators made */
+	c->cuda = ret == 1 ? DC_CUDA_STAGE : ret == 2 ? DC_CUDA_REFUSE : DC_CUDA_NONE;
 	return 0;
 }
 
-int dc_cuda_like(devcoll_comm *c, bool cuda)
+int dc_cuda_like(devcoll_comm *c, enum dc_cuda_mode mode)
 {
-	c->cuda = cuda;
-	if (!cuda)
+	c->cuda = mode;
+	if (mode != DC_CUDA_STAGE)
 		return 0;
 	c->cuda_pool = calloc(1, sizeof(*c->cuda_pool));
 	if (!c->cuda_pool) {
-		c->cuda = false;
+		c->cuda = DC_CUDA_NONE;
 		return dc_fail(-ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&c->cuda_pool->lock, NULL);
@@ -295,6 +299,39 @@ static int stage_region(struct dc_stage *st, struct dc_stage_buf *b, const char 
 	return copy_in && b->len ? copy(b, false) : 0;
 }
 
+/*
+ * Whether the CPU can read the ends of [p, p + len). process_vm_readv on
+ * this process fails with EFAULT where nothing readable is mapped, as at a
+ * GPU's addresses; a kernel or sandbox that refuses the call tells nothing.
+ */
+static bool cpu_reachable(const char *p, size_t len)
+{
+	char byte;
+	struct iovec local = { &byte, 1 }, remote = { (void *)p, 1 };
+
+	for (int i = 0; i < 2 && len; i++) {
+		if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1 && errno == EFAULT)
+			return false;
+		remote.iov_base = (void *)(p + len - 1);
+	}
+	return true;
+}
+
+/* DEVCOLL_CUDA=off: a device buffer fails the operation and the
+ * communicator (the peers learn why) instead of crashing the CPU code
+ * that would read or write it. */
+static int refuse_device(devcoll_comm *c, const struct op *o, size_t slen, size_t rlen)
+{
+	const char *which = !cpu_reachable(o->send, slen) ? "send" :
+			    !cpu_reachable(o->recv, rlen) ? "receive" : NULL;
+
+	if (!which)
+		return 0;
+	return dc_comm_fail(c, -EFAULT, "the %s buffer at %p is memory the CPU cannot reach "
+			    "(a GPU buffer?) and DEVCOLL_CUDA=off does not stage it: set "
+			    "DEVCOLL_CUDA=auto or on", which, which[0] == 's' ? o->send : o->recv);
+}
+
 int dc_cuda_stage(devcoll_comm *c, struct op *o)
 {
 	const char *s = o->send, *r = o->recv;
@@ -305,6 +342,8 @@ int dc_cuda_stage(devcoll_comm *c, struct op *o)
 	int ret;
 
 	extents(c, o, &slen, &rlen, &gaps);
+	if (c->cuda == DC_CUDA_REFUSE)
+		return refuse_device(c, o, slen, rlen);
 	sdev = slen && on_device(s, &sctx);
 	rdev = rlen && on_device(r, &rctx);
 	if (!sdev && !rdev)

@@ -71,6 +71,13 @@ struct op;
  * chain: linear for gather and scatter). */
 enum rooted_algo { ROOTED_AUTO, ROOTED_TREE, ROOTED_CHAIN };
 
+/* DEVCOLL_CUDA's effect on a communicator's buffers (cuda.c). */
+enum dc_cuda_mode {
+	DC_CUDA_NONE,	/* auto without libcuda: none can be on a GPU */
+	DC_CUDA_STAGE,	/* device buffers are staged through host copies */
+	DC_CUDA_REFUSE,	/* off: a buffer the CPU cannot reach fails, saying so */
+};
+
 struct devcoll_comm {
 	int rank, size;
 	unsigned int nconns;
@@ -95,7 +102,7 @@ struct devcoll_comm {
 	struct endpoint *eps;
 	struct sockaddr_storage advert;	/* own address as others reach it */
 	bool pmix;
-	bool cuda;		/* device pointers are staged (cuda.c) */
+	enum dc_cuda_mode cuda;	/* device pointers staged or refused (cuda.c) */
 	struct dc_cuda_pool *cuda_pool;	/* and the host copies kept for that */
 	/* devmem receive path */
 	void *dm;		/* struct dm_state */
@@ -257,12 +264,13 @@ struct dc_stage {
 /* DEVCOLL_CUDA: whether communicators made like @c look for device
  * pointers (c->cuda). */
 int dc_cuda_init(devcoll_comm *c);
-/* @c looks for them, or not (its pool of pinned buffers made). */
-int dc_cuda_like(devcoll_comm *c, bool cuda);
+/* @c treats them as @mode says (its pool of pinned buffers made). */
+int dc_cuda_like(devcoll_comm *c, enum dc_cuda_mode mode);
 /* Frees @c's pinned staging buffers. */
 void dc_cuda_free(devcoll_comm *c);
 /* Points @o at host copies of its buffers in GPU memory (o->stage), the
- * bytes it sends copied in; nothing when none is. Undone, the received
+ * bytes it sends copied in; nothing when none is. DC_CUDA_REFUSE: fails
+ * the communicator with -EFAULT if a buffer is not the CPU's. Undone, the received
  * bytes copied back when @status is 0, by dc_cuda_unstage(), which returns
  * @status or the copy's error. */
 int dc_cuda_stage(devcoll_comm *c, struct op *o);

@@ -377,21 +377,28 @@ static int gpu_rank(devcoll_comm *c, void *arg)
 }
 
 /* DEVCOLL_CUDA=off: a device buffer is one the CPU cannot reach. A large
- * send from one and receive into one (straight to and from the socket)
- * fail with EFAULT saying what to do, on both ranks. */
+ * send from one and receive into one (straight to and from the socket), a
+ * small one (copied by the CPU) and an allreduce (reduced by the CPU) fail
+ * with EFAULT saying what to do, on both ranks, where reading the buffer
+ * would crash (the stand-in's device memory is PROT_NONE). */
 static int cuda_off(devcoll_comm *c, void *arg)
 {
+	const char *what = arg;
 	int r = devcoll_comm_rank(c), ret;
-	size_t n = 1 << 20;
+	size_t n = !strcmp(what, "send") ? 1 << 20 : 64;
 	void *buf;
 
-	(void)arg;
 	if (gpu_open())
 		return 3;
-	buf = dev(n, NULL);
-	ret = r == 0 ? devcoll_send(c, buf, n, DEVCOLL_UINT8, 1, 9) :
-		       devcoll_recv(c, buf, n, DEVCOLL_UINT8, 0, 9);
-	printf("  rank %d: %d %s\n", r, ret, devcoll_last_error());
+	buf = dev(2 * n * sizeof(float), NULL);
+	if (!strcmp(what, "allreduce"))
+		ret = devcoll_allreduce(c, buf, (float *)buf + n, n, DEVCOLL_FP32, DEVCOLL_SUM);
+	else if (!strcmp(what, "allgather"))
+		ret = devcoll_allgather(c, buf, (float *)buf + n / 2, n / 2, DEVCOLL_FP32);
+	else
+		ret = r == 0 ? devcoll_send(c, buf, n, DEVCOLL_UINT8, 1, 9) :
+			       devcoll_recv(c, buf, n, DEVCOLL_UINT8, 0, 9);
+	printf("  %s, rank %d: %d %s\n", what, r, ret, devcoll_last_error());
 	dev_free(buf);
 	/* the peer may see the other's failure first; its own is EFAULT */
 	return (ret == -EFAULT || ret == -ECONNRESET) &&
@@ -452,10 +459,16 @@ int main(int argc, char **argv)
 	printf("a 1-rank world with DEVCOLL_CUDA=on: %s\n", ret ? msg : "made and destroyed");
 	bad += ret != 0;
 	setenv("DEVCOLL_CUDA", "off", 1);
-	ret = run_world(2, NULL, cuda_off, NULL, status, 60);
-	printf("DEVCOLL_CUDA=off, device buffers: %s\n",
-	       ret ? "a rank did not fail with EFAULT naming DEVCOLL_CUDA" : "both ranks fail, saying why");
-	bad += ret;
+	for (int i = 0; i < 4; i++) {
+		const char *what = (const char *[]){ "send", "small send", "allreduce",
+						     "allgather" }[i];
+
+		ret = run_world(2, NULL, cuda_off, (void *)what, status, 60);
+		printf("DEVCOLL_CUDA=off, device buffers, %s: %s\n", what,
+		       ret ? "a rank did not fail with EFAULT naming DEVCOLL_CUDA" :
+		       "both ranks fail, saying why");
+		bad += ret;
+	}
 	setenv("DEVCOLL_CUDA", "on", 1);
 	for (int w = 2; w <= 3; w++) {
 		int b = run_world(w, NULL, gpu_rank, NULL, status, 120);
