@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rdpmd's clients: who they are and may use, their requests (HELLO,
- * REGISTER, STEER, UNSTEER, UNREGISTER, STATUS, DRAIN, RELOAD) and replies,
+ * REGISTER, STEER, UNSTEER, UNREGISTER, WINDOW, STATUS, DRAIN, RELOAD) and replies,
  * and the bindings and flows they own, released when they go.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libmnl/libmnl.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "proto.h"
@@ -426,6 +428,40 @@ static void do_unsteer(struct client *c, const struct rdpm_msg *m)
 	reply_err(c, &m->hdr, -ENOENT, "no flow %u of this client", m->u.unsteer.flow);
 }
 
+/*
+ * The receive window of a client's socket: an unprivileged client cannot
+ * raise its receive buffer past net.core.rmem_max, which then bounds the
+ * window far below what its dma-buf holds. The share is the client's own
+ * memory, within max_bytes.
+ */
+static void do_window(struct client *c, const struct rdpm_msg *m, int fd)
+{
+	const struct rdpm_window *w = &m->u.window;
+	struct binding *b = own_binding(c, w->handle);
+	struct rdpm_window_reply r = { 0 };
+	int proto = 0, type = 0, ret;
+	socklen_t len = sizeof(proto);
+
+	if (!b)
+		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
+					"client", w->handle);
+	if (w->bytes > devmem_mem_size(b->mem))
+		return (void)reply_err(c, &m->hdr, -EINVAL, "a share of %llu bytes is more than "
+					"the %zu-byte dma-buf of buffer %u",
+					(unsigned long long)w->bytes, devmem_mem_size(b->mem),
+					w->handle);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
+	    proto != IPPROTO_TCP || type != SOCK_STREAM)
+		return (void)reply_err(c, &m->hdr, -ENOTSOCK, "WINDOW: the file descriptor "
+					"attached is not a TCP socket");
+	ret = devmem_rx_limit_window(fd, w->bytes);
+	if (ret < 0)
+		return (void)reply_err(c, &m->hdr, ret, "%s", devmem_last_error());
+	r.window = ret;
+	send_msg(c, RDPM_WINDOW | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
+}
+
 static void do_unregister(struct client *c, const struct rdpm_msg *m)
 {
 	struct binding *b = own_binding(c, m->u.unreg.handle);
@@ -696,6 +732,7 @@ static void client_read(struct client *c)
 		case RDPM_STATUS: do_status(c, &m); break;
 		case RDPM_DRAIN: do_drain(c, &m); break;
 		case RDPM_RELOAD: do_reload(c, &m); break;
+		case RDPM_WINDOW: do_window(c, &m, fds[0]); break;
 		}
 	}
 	/* The daemon keeps no client fd: a binding holds its own dup. */

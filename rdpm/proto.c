@@ -49,6 +49,7 @@ static const size_t body_size[RDPM_TYPE_MAX + 1] = {
 	[RDPM_STATUS] = sizeof(struct rdpm_status),
 	[RDPM_DRAIN] = sizeof(struct rdpm_drain),
 	[RDPM_RELOAD] = 0,
+	[RDPM_WINDOW] = sizeof(struct rdpm_window),
 };
 
 #define FAIL(e, w) do { *why = (w); return (e); } while (0)
@@ -79,10 +80,12 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 		FAIL(-EBADMSG, "body size does not match the message type");
 	if (nfds < 0 || nfds > 1)
 		FAIL(-EINVAL, "more than one file descriptor attached");
-	if ((m->hdr.type == RDPM_REGISTER) != (nfds == 1))
-		FAIL(-EINVAL, m->hdr.type == RDPM_REGISTER ?
-		     "REGISTER without a dma-buf fd (SCM_RIGHTS)" :
-		     "a file descriptor attached to a message that takes none");
+	if (m->hdr.type == RDPM_REGISTER && nfds != 1)
+		FAIL(-EINVAL, "REGISTER without a dma-buf fd (SCM_RIGHTS)");
+	if (m->hdr.type == RDPM_WINDOW && nfds != 1)
+		FAIL(-EINVAL, "WINDOW without a TCP socket fd (SCM_RIGHTS)");
+	if (m->hdr.type != RDPM_REGISTER && m->hdr.type != RDPM_WINDOW && nfds)
+		FAIL(-EINVAL, "a file descriptor attached to a message that takes none");
 	memcpy(&m->u, p + sizeof(m->hdr), blen);
 
 	switch (m->hdr.type) {
@@ -130,6 +133,14 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 	case RDPM_DRAIN:
 		if (!rdpm_ifname_ok(m->u.drain.ifname, sizeof(m->u.drain.ifname)))
 			FAIL(-EINVAL, "DRAIN: bad interface name");
+		break;
+	case RDPM_WINDOW:
+		if (!m->u.window.handle)
+			FAIL(-EINVAL, "WINDOW: buffer handle 0");
+		if (m->u.window.pad)
+			FAIL(-EINVAL, "WINDOW: non-zero padding");
+		if (!m->u.window.bytes)
+			FAIL(-EINVAL, "WINDOW: a share of 0 bytes");
 		break;
 	}
 	return 0;

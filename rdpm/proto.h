@@ -17,6 +17,7 @@ struct rdpm_msg {
 		struct rdpm_unregister unreg;
 		struct rdpm_status status;
 		struct rdpm_drain drain;
+		struct rdpm_window window;
 	} u;
 };
 

@@ -38,6 +38,7 @@ int main(void)
 	struct rdpm_steer st = { .handle = 3, .family = AF_INET, .dport = 5000 };
 	struct rdpm_unsteer un = { 9 };
 	struct rdpm_status status = { RDPM_STATUS_JSON };
+	struct rdpm_window win = { .handle = 3, .bytes = 1 << 20 };
 	struct rdpm_msg m;
 	struct pkt p;
 	size_t len;
@@ -59,6 +60,8 @@ int main(void)
 	CHECK(parse(&p, len, 0, &m) == 0, "status");
 	len = mk(&p, RDPM_RELOAD, NULL, 0);
 	CHECK(parse(&p, len, 0, &m) == 0, "reload");
+	len = mk(&p, RDPM_WINDOW, &win, sizeof(win));
+	CHECK(parse(&p, len, 1, &m) == 0 && m.u.window.bytes == 1 << 20, "window");
 
 	/* Header problems. */
 	len = mk(&p, RDPM_HELLO, &hello, sizeof(hello));
@@ -91,6 +94,8 @@ int main(void)
 	CHECK(parse(&p, len, 2, &m) == -EINVAL, "register with two fds");
 	len = mk(&p, RDPM_UNSTEER, &un, sizeof(un));
 	CHECK(parse(&p, len, 1, &m) == -EINVAL, "fd on unsteer");
+	len = mk(&p, RDPM_WINDOW, &win, sizeof(win));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "window without the socket");
 
 	/* Fields. */
 	hello.flags = 1;
@@ -143,5 +148,14 @@ int main(void)
 	status.flags = 2;
 	len = mk(&p, RDPM_STATUS, &status, sizeof(status));
 	CHECK(parse(&p, len, 0, &m) == -EINVAL, "status flags");
+	win.pad = 1;
+	len = mk(&p, RDPM_WINDOW, &win, sizeof(win));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "window padding");
+	win = (struct rdpm_window){ .handle = 0, .bytes = 1 };
+	len = mk(&p, RDPM_WINDOW, &win, sizeof(win));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "window handle 0");
+	win = (struct rdpm_window){ .handle = 1, .bytes = 0 };
+	len = mk(&p, RDPM_WINDOW, &win, sizeof(win));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "window of 0 bytes");
 	return check_done("t_proto");
 }

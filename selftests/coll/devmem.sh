@@ -193,6 +193,15 @@ check "devmem receive path through rdpmd, both ranks uid 1000: every collective 
 	run rdpm 7300 devmem DEVCOLL_DEVMEM_RDPM=on
 echo "rdpm run: $(($(date +%s) - t0)) s"
 same_and_dmabuf rdpm
+rmem=$(cat /proc/sys/net/core/rmem_max)
+for r in 0 1; do
+	# the window is the share's, as on the direct path: rdpmd sets the
+	# buffer past rmem_max, which a uid 1000 rank could not
+	buf=$(sed -n 's/.* 2 connections share .* receive buffer \([0-9]*\) bytes (set by rdpmd)$/\1/p' \
+		/tmp/coll.rdpm.$r.err)
+	check "rdpm rank $r (uid 1000): rdpmd set its receive buffer past rmem_max (${buf:-none} > 2 x $rmem)" \
+		test "${buf:-0}" -gt $((2 * rmem))
+done
 for r in 0 1; do
 	check "rdpm rank $r: rdpmd bound its dma-buf (to queues 6-7)" \
 		grep -q "rdpmd bound the dma-buf to 2 queue(s) of dt. from 6" /tmp/coll.rdpm.$r.err

@@ -22,7 +22,10 @@ ctx=$(sed -n 's/.*RSS context \([0-9]*\).*/\1/p' $RDPM_LOG | head -1)
 check "... an RSS context ($ctx) spans reserved queues 4-7" test "$(rss_queues ns2 dtb context "$ctx")" = "4 5 6 7"
 check "... and logs with syslog priority prefixes" grep -q "^<6>dtb: queues 4-7 reserved" $RDPM_LOG
 
-# Two clients, root and uid 1000, separate dma-bufs on one NIC.
+# Two clients, root and uid 1000, separate dma-bufs on one NIC. rmem_max
+# as 6.12 has it (7.x: 4 MiB), below what rdpmd gives the clients' sockets.
+rmem_was=$(cat /proc/sys/net/core/rmem_max)
+echo 212992 > /proc/sys/net/core/rmem_max
 b $CLIENT recv dtb 5001 $bytes 21 > /tmp/c1.out 2> /tmp/c1.err &
 p1=$!
 as_user 1000 $CLIENT recv dtb 5002 $bytes 22 > /tmp/c2.out 2> /tmp/c2.err &
@@ -45,6 +48,16 @@ cat /tmp/c1.out /tmp/c1.err /tmp/c2.out /tmp/c2.err
 check "client 1 (root) received its stream into its own dma-buf, validated" test $r1 = 0
 check "client 2 (uid 1000) received its stream into its own dma-buf, validated" test $r2 = 0
 check "... neither saw the other's data" grep -q "0 mismatched, 0 in another" /tmp/c2.out
+# rdpmd limits the uid 1000 client's window to its 16 MiB buffer's share,
+# setting a receive buffer past rmem_max that the client could not set.
+rmem=$(b cat /proc/sys/net/core/rmem_max)
+echo "$rmem_was" > /proc/sys/net/core/rmem_max
+rcv=$(sed -n 's/^window limited to [0-9]* bytes, receive buffer \([0-9]*\) bytes$/\1/p' /tmp/c2.err)
+check "rdpmd set the uid 1000 client's receive buffer past rmem_max (${rcv:-none} > 2 x $rmem)" \
+	test "${rcv:-0}" -gt $((2 * rmem))
+check "... and refused a share beyond the buffer, and a pipe, saying why" \
+	bash -c "grep -q 'more than the 16777216-byte dma-buf' /tmp/c2.err &&
+		grep -q 'not a TCP socket' /tmp/c2.err"
 check "both clients gone: no rule left" within_1s no_rules
 check "... no binding left" within_1s no_bindings
 

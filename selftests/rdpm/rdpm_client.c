@@ -86,6 +86,28 @@ static unsigned int steer(struct rdpm_client *c, const struct rdpm_buffer *b,
 	return queue;
 }
 
+/* rdpmd limits the window (past rmem_max for any uid); it refuses a share
+ * larger than the buffer and a file that is not a TCP socket. */
+static void limit_window(struct rdpm_client *c, uint32_t handle, int s)
+{
+	int w, buf = 0, pipefd[2];
+	socklen_t l = sizeof(buf);
+
+	if (rdpm_limit_window(c, handle, s, 2 * BUF_SIZE) != -EINVAL)
+		die("window: a share larger than the buffer was not refused");
+	fprintf(stderr, "refused as it should be: %s\n", devmem_last_error());
+	if (pipe(pipefd) || rdpm_limit_window(c, handle, pipefd[0], BUF_SIZE) != -ENOTSOCK)
+		die("window: a pipe was not refused");
+	fprintf(stderr, "refused as it should be: %s\n", devmem_last_error());
+	close(pipefd[0]);
+	close(pipefd[1]);
+	w = rdpm_limit_window(c, handle, s, BUF_SIZE);
+	if (w < 0)
+		die("window");
+	getsockopt(s, SOL_SOCKET, SO_RCVBUF, &buf, &l);
+	fprintf(stderr, "window limited to %d bytes, receive buffer %d bytes\n", w, buf);
+}
+
 static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64_t seed, int v6)
 {
 	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
@@ -115,6 +137,7 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 	s = accept(ls, NULL, NULL);
 	if (s < 0 || devmem_rx_open(&rx, s, 0))
 		die("accept/rx");
+	limit_window(c, b.handle, s);
 	while (off < total) {
 		ssize_t n = devmem_rx_recv(rx, 0);
 		struct devmem_frag f;

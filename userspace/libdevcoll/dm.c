@@ -144,9 +144,23 @@ static int core_limit_windows(struct dm_core *k)
 	size_t share = k->nsocks ? devmem_mem_size(k->mem) / k->nsocks : 0;
 	int ret = 0;
 
-	for (unsigned int i = 0; i < k->nsocks && ret >= 0; i++)
-		ret = devmem_rx_limit_window(k->socks[i], share);
+	for (unsigned int i = 0; i < k->nsocks && ret >= 0; i++) {
+		/* rdpmd sets it past rmem_max, which an unprivileged rank cannot */
+		ret = k->rdpm ? rdpm_limit_window(k->rdpm, k->handle, k->socks[i], share) :
+				-EOPNOTSUPP;
+		if (ret == -EOPNOTSUPP)
+			ret = devmem_rx_limit_window(k->socks[i], share);
+	}
 	return ret;
+}
+
+/* What the kernel gave a socket's receive buffer (for DEVCOLL_DEBUG). */
+static int rcvbuf(int fd)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	return getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) ? -1 : v;
 }
 
 /* Adds a communicator's steered connections to the core's, or takes them
@@ -182,8 +196,10 @@ static int core_socks(struct dm_core *k, devcoll_comm *c, bool add, bool debug)
 	ret = core_limit_windows(k);
 	if (debug && ret >= 0)
 		fprintf(stderr, "devcoll rank %d: devmem: %u connections share the %zu-byte dma-buf: "
-			"window limit %d bytes (0: autotuning stays below it)\n", c->rank,
-			k->nsocks, devmem_mem_size(k->mem), ret);
+			"window limit %d bytes (0: autotuning stays below it), receive buffer %d "
+			"bytes%s\n", c->rank, k->nsocks, devmem_mem_size(k->mem), ret,
+			k->nsocks ? rcvbuf(k->socks[0]) : 0,
+			k->rdpm && !rdpm_in_process(k->rdpm) ? " (set by rdpmd)" : "");
 	pthread_mutex_unlock(&k->lock);
 	if (!add || ret >= 0)
 		return 0;	/* a share that grew cannot be too small */

@@ -462,6 +462,13 @@ int rdpm_register_buffer(struct rdpm_client *c, const char *ifname, struct devme
 int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,
 	       unsigned int *queue, uint32_t *flow_id);
 int rdpm_unsteer(struct rdpm_client *c, uint32_t flow_id);
+/*
+ * devmem_rx_limit_window() on TCP socket @sock with @bytes, its share of
+ * buffer @handle, done by rdpmd: it can set the receive buffer past
+ * net.core.rmem_max, which an unprivileged caller cannot. The clamp set, 0
+ * (none needed) or -errno.
+ */
+int rdpm_limit_window(struct rdpm_client *c, uint32_t handle, int sock, size_t bytes);
 /* Unbinds buffer @handle, removing its flows. */
 int rdpm_unregister(struct rdpm_client *c, uint32_t handle);
 /* The next event: 1 with @ev, 0 when none came within @timeout_ms. */

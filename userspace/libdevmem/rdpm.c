@@ -414,6 +414,21 @@ DEVMEM_EXPORT int rdpm_unsteer(struct rdpm_client *c, uint32_t flow_id)
 	return devmem_fail(-ENOENT, "rdpm: no flow %u", flow_id);
 }
 
+DEVMEM_EXPORT int rdpm_limit_window(struct rdpm_client *c, uint32_t handle, int sock,
+				    size_t bytes)
+{
+	struct rdpm_window req = { .handle = handle, .bytes = bytes };
+	struct rdpm_window_reply r;
+	int err;
+
+	if (!c)
+		return devmem_fail(-EINVAL, "rdpm_limit_window: client is NULL");
+	if (c->fd < 0)
+		return local_binding(c, handle) ? devmem_rx_limit_window(sock, bytes) : -ENOENT;
+	err = xfer(c, RDPM_WINDOW, &req, sizeof(req), sock, &r, sizeof(r));
+	return err ? err : r.window;
+}
+
 DEVMEM_EXPORT int rdpm_unregister(struct rdpm_client *c, uint32_t handle)
 {
 	struct rdpm_unregister req = { handle };

@@ -40,7 +40,8 @@ enum rdpm_type {
 	RDPM_STATUS = 6,	/* rdpm_status -> text (JSON with RDPM_STATUS_JSON) */
 	RDPM_DRAIN = 7,		/* rdpm_drain -> empty; admin only */
 	RDPM_RELOAD = 8,	/* empty -> empty; admin only */
-	RDPM_TYPE_MAX = RDPM_RELOAD,
+	RDPM_WINDOW = 9,	/* rdpm_window + SCM_RIGHTS TCP socket -> rdpm_window_reply */
+	RDPM_TYPE_MAX = RDPM_WINDOW,
 
 	RDPM_ERROR = 0x4000,	/* rdpm_error: a request failed */
 	RDPM_EVENT = 0x4001,	/* rdpm_event: pushed, id 0 */
@@ -93,6 +94,24 @@ struct rdpm_unsteer {
 
 struct rdpm_unregister {
 	uint32_t handle;
+};
+
+/*
+ * Limits the receive window of the client's TCP socket (sent with the
+ * message) to what @bytes of the binding's dma-buf hold, as
+ * devmem_rx_limit_window() does. rdpmd sets the socket's receive buffer past
+ * net.core.rmem_max, which the client could not; @bytes may not exceed the
+ * binding's dma-buf, so max_bytes bounds it.
+ */
+struct rdpm_window {
+	uint32_t handle;	/* a binding of this client */
+	uint32_t pad;
+	uint64_t bytes;		/* the socket's share of the dma-buf */
+};
+
+struct rdpm_window_reply {
+	int32_t window;		/* the clamp set (0: autotuning stays below it) */
+	uint32_t pad;
 };
 
 #define RDPM_STATUS_JSON	(1u << 0)
