@@ -4,7 +4,8 @@
 tests check kernel state independently of the project's own C library (and
 of the VM's ethtool 6.14, which cannot set hds-thresh).
 
-  genl.py page-pools IFINDEX          "pools N inflight N detached N" of a device
+  genl.py page-pools IFINDEX          "pools N inflight N detached N held N" of a
+                                      device (held: pages out of detached pools)
   genl.py page-pools all              the same for every pool of the namespace,
                                       also those of devices gone (kept by lo)
   genl.py queues IFINDEX              one line "rx|tx ID napi NAPI_ID" per queue
@@ -173,13 +174,15 @@ def main(argv):
     fam = family(sock, "netdev")
     ifindex = 0 if argv[2] == "all" else int(argv[2])
     if argv[1] == "page-pools":
-        pools = inflight = detached = 0
+        pools = inflight = detached = held = 0
         for pp in request(sock, fam, CMD_PAGE_POOL_GET, b"", NLM_F_DUMP):
             if not ifindex or (PP_IFINDEX in pp and u32(pp[PP_IFINDEX]) == ifindex):
+                n = uint(pp[PP_INFLIGHT]) if PP_INFLIGHT in pp else 0
                 pools += 1
-                inflight += uint(pp[PP_INFLIGHT]) if PP_INFLIGHT in pp else 0
+                inflight += n
                 detached += PP_DETACH in pp
-        print(f"pools {pools} inflight {inflight} detached {detached}")
+                held += n if PP_DETACH in pp else 0
+        print(f"pools {pools} inflight {inflight} detached {detached} held {held}")
         return 0
     if argv[1] == "queues":
         for q in request(sock, fam, CMD_QUEUE_GET, attr(Q_IFINDEX, struct.pack("I", ifindex)),

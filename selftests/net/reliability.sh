@@ -48,7 +48,7 @@ FAULT=/devtcp/userspace/tools/devtcp-fault
 RX=selftests/net/devmem_rx
 TX=selftests/net/tcp_stream
 q=3
-validated=0 leaks=0 rebinds_run=0 restarts_run=0 mod_ok=0
+validated=0 corrupted=0 leaks=0 rebinds_run=0 restarts_run=0 mod_ok=0
 declare -A injected
 
 fault() { ip netns exec ns1 $FAULT "$@"; }
@@ -67,10 +67,13 @@ leak_check() {
 	[ "$fails" = "$fails0" ] || leaks=$((leaks + 1))
 }
 # validated_from FILE: adds the bytes devmem_rx checked with 0 mismatches.
+# The mismatched bytes of any run count as corrupted.
 validated_from() {
 	local n
 	n=$(awk '/^received .* 0 mismatched/ { s += $2 } END { print s + 0 }' "$1")
 	validated=$((validated + n))
+	n=$(sed -n 's/^received .*, \([0-9]*\) mismatched.*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }')
+	corrupted=$((corrupted + n))
 }
 
 setup_pair() {
@@ -293,6 +296,9 @@ if want 6; then
 fi
 
 tally_faults
+# Pages still out of pools that restarts and unbinds replaced: lost ones.
+held=$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all | awk '{ print $8 }')
+[ -n "$held" ] || held=unknown
 ip netns del ns1
 ip netns del ns2
 
@@ -341,7 +347,8 @@ mem1=$(memavail)
 echo "MemAvailable $mem0 kB before, $mem1 kB after"
 leak_check "memory back to baseline (MemAvailable within 64 MiB)" test $((mem0 - mem1)) -lt 65536
 
-echo "summary: bytes validated $validated," \
+echo "summary: bytes validated $validated, bytes corrupted $corrupted," \
+	"pages held by detached pools $held, dma-bufs left $(( $(dmabufs) - bufs0 ))," \
 	"faults injected: drop ${injected[drop]:-0} reorder ${injected[reorder]:-0}" \
 	"dup ${injected[dup]:-0} corrupt ${injected[corrupt]:-0} delay ${injected[delay]:-0}" \
 	"rate_limited ${injected[rate_limited]:-0}," \
