@@ -11,12 +11,13 @@
 #   AR_EXTRA   archives whose members go into lib$(LIB).a too (optional)
 #   SO_DEPS    more prerequisites of the shared library (optional)
 #   SO_LIBS    linked into it before LDLIBS (optional)
+#   EXTRA_OBJS objects that are not built from a .c here (optional)
 #
 # and may add prerequisites to install for more files.
 PREFIX ?= /usr/local
 SONAME := lib$(LIB).so.$(word 1,$(subst ., ,$(VERSION)))
 SRCS := $(sort $(wildcard *.c))
-OBJS := $(SRCS:.c=.o)
+OBJS := $(SRCS:.c=.o) $(EXTRA_OBJS)
 
 all: lib$(LIB).a $(SONAME) lib$(LIB).so lib$(LIB).pc
 
@@ -51,6 +52,6 @@ install: all
 	for m in man/*.3; do install -D -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/$${m#man/}; done
 
 clean:
-	rm -rf *.o .ar-extra lib$(LIB).a $(SONAME) lib$(LIB).so lib$(LIB).pc
+	rm -rf *.o $(EXTRA_CLEAN) .ar-extra lib$(LIB).a $(SONAME) lib$(LIB).so lib$(LIB).pc
 
 .PHONY: all install clean

@@ -30,6 +30,9 @@
  *   --limit-window    keep each connection's receive window within its share
  *                     of the dma-buf less what --hold keeps, with libdevmem's
  *                     devmem_rx_limit_window()
+ *   --record FILE     write the dma-buf fragments' layout to FILE: "batch"
+ *                     for each recvmsg(), then "offset length" per fragment
+ *                     (libdevmem's unpack tests replay it)
  *
  * The flow must already be steered to QUEUE (ntuple rule) with header split
  * on. Exit status: 0 when all BYTES arrived intact and some of them through
@@ -122,6 +125,7 @@ struct token_fifo {
 };
 
 static int no_validate;
+static FILE *record;	/* --record */
 
 static void usage(void)
 {
@@ -129,7 +133,7 @@ static void usage(void)
 			"[-6] [-b BUFSIZE] [-H] [-r]\n"
 			"       [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US] "
 			"[--idle-timeout SECS] [--no-validate]\n"
-			"       [--stall SECS] [--conns N] [--limit-window]\n");
+			"       [--stall SECS] [--conns N] [--limit-window] [--record FILE]\n");
 	exit(2);
 }
 
@@ -211,6 +215,8 @@ static ssize_t handle_cmsgs(struct msghdr *msg, const struct dmabuf *db, struct 
 	/* Without validation the CPU never touches the dma-buf. */
 	if (!no_validate)
 		dmabuf_sync(db, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
+	if (record)
+		fputs("batch\n", record);
 	for (cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
 		const struct dmabuf_cmsg *dc = (const struct dmabuf_cmsg *)CMSG_DATA(cm);
 
@@ -222,6 +228,9 @@ static ssize_t handle_cmsgs(struct msghdr *msg, const struct dmabuf *db, struct 
 				break;
 			}
 			check_payload(st, db->map + dc->frag_offset, dc->frag_size, seed);
+			if (record)
+				fprintf(record, "%llu %u\n", (unsigned long long)dc->frag_offset,
+					dc->frag_size);
 			st->dmabuf_bytes += dc->frag_size;
 			st->dmabuf_frags++;
 			held->tokens[(held->head + held->len++) % held->cap] = dc->frag_token;
@@ -366,7 +375,7 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_RX_PAGE_SIZE = 256, OPT_HOLD, OPT_RETURN_DELAY, OPT_IDLE_TIMEOUT,
-	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS, OPT_LIMIT_WINDOW };
+	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS, OPT_LIMIT_WINDOW, OPT_RECORD };
 	static const struct option longopts[] = {
 		{ "rx-page-size", required_argument, NULL, OPT_RX_PAGE_SIZE },
 		{ "hold", required_argument, NULL, OPT_HOLD },
@@ -376,6 +385,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "stall", required_argument, NULL, OPT_STALL },
 		{ "conns", required_argument, NULL, OPT_CONNS },
 		{ "limit-window", no_argument, NULL, OPT_LIMIT_WINDOW },
+		{ "record", required_argument, NULL, OPT_RECORD },
 		{ 0 }
 	};
 	long page = sysconf(_SC_PAGESIZE);
@@ -413,6 +423,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_STALL: o->stall = strtoul(optarg, NULL, 0); break;
 		case OPT_CONNS: o->conns = strtoul(optarg, NULL, 0); break;
 		case OPT_LIMIT_WINDOW: o->limit_window = 1; break;
+		case OPT_RECORD:
+			record = fopen(optarg, "we");
+			if (!record)
+				die(optarg);
+			break;
 		default: usage();
 		}
 	}

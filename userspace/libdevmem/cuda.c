@@ -199,3 +199,11 @@ void devmem_cuda_free(struct devmem_cuda *c)
 	if (c)
 		cuda_release(c);
 }
+
+void devmem_cuda_where(struct devmem_cuda *c, unsigned long long *base, void **ctx,
+		       const struct devmem_cuda_api **api)
+{
+	*base = c->base;
+	*ctx = c->ctx;
+	*api = c->api;
+}

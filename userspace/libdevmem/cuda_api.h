@@ -15,8 +15,15 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 
 #define CUDA_SUCCESS				0
+#define CUDA_ERROR_NOT_READY			600
+#define CU_STREAM_NON_BLOCKING			1
+#define CU_EVENT_DISABLE_TIMING			2
 #define CUDA_ERROR_NO_DEVICE			100
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED	124
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD	1
@@ -49,6 +56,23 @@ struct devmem_cuda_api {
 	CUresult (*memcpy_htod)(CUdeviceptr dst, const void *src, size_t len);
 	CUresult (*memcpy_dtod)(CUdeviceptr dst, CUdeviceptr src, size_t len);
 	CUresult (*get_error_name)(CUresult err, const char **name);
+	/* For devmem_unpack's kernels (unpack.c); NULL where the library
+	 * lacks them (the tests' stand-in). */
+	CUresult (*module_load_data)(CUmodule *mod, const void *image);
+	CUresult (*module_unload)(CUmodule mod);
+	CUresult (*module_get_function)(CUfunction *f, CUmodule mod, const char *name);
+	CUresult (*launch_kernel)(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+				  unsigned int bx, unsigned int by, unsigned int bz,
+				  unsigned int shared, CUstream stream, void **params, void **extra);
+	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
+	CUresult (*stream_destroy)(CUstream stream);
+	CUresult (*stream_synchronize)(CUstream stream);
+	CUresult (*event_create)(CUevent *ev, unsigned int flags);
+	CUresult (*event_destroy)(CUevent ev);
+	CUresult (*event_record)(CUevent ev, CUstream stream);
+	CUresult (*event_query)(CUevent ev);
+	CUresult (*event_synchronize)(CUevent ev);
+	CUresult (*memcpy_htod_async)(CUdeviceptr dst, const void *src, size_t len, CUstream s);
 };
 
 /*

@@ -18,27 +18,41 @@
 static const struct {
 	const char *name;
 	size_t off;
+	bool optional;	/* devmem_unpack's: it says so when one is missing */
 } cuda_syms[] = {
-	{ "cuInit", offsetof(struct devmem_cuda_api, init) },
-	{ "cuDeviceGetCount", offsetof(struct devmem_cuda_api, device_get_count) },
-	{ "cuDeviceGet", offsetof(struct devmem_cuda_api, device_get) },
-	{ "cuDeviceGetAttribute", offsetof(struct devmem_cuda_api, device_get_attribute) },
-	{ "cuDevicePrimaryCtxRetain", offsetof(struct devmem_cuda_api, primary_ctx_retain) },
-	{ "cuDevicePrimaryCtxRelease_v2", offsetof(struct devmem_cuda_api, primary_ctx_release) },
-	{ "cuCtxGetCurrent", offsetof(struct devmem_cuda_api, ctx_get_current) },
-	{ "cuCtxSetCurrent", offsetof(struct devmem_cuda_api, ctx_set_current) },
-	{ "cuCtxPushCurrent_v2", offsetof(struct devmem_cuda_api, ctx_push) },
-	{ "cuCtxPopCurrent_v2", offsetof(struct devmem_cuda_api, ctx_pop) },
-	{ "cuMemAlloc_v2", offsetof(struct devmem_cuda_api, mem_alloc) },
-	{ "cuMemFree_v2", offsetof(struct devmem_cuda_api, mem_free) },
-	{ "cuMemHostAlloc", offsetof(struct devmem_cuda_api, mem_host_alloc) },
-	{ "cuMemFreeHost", offsetof(struct devmem_cuda_api, mem_free_host) },
-	{ "cuMemGetHandleForAddressRange", offsetof(struct devmem_cuda_api, get_handle) },
-	{ "cuPointerGetAttribute", offsetof(struct devmem_cuda_api, pointer_get_attribute) },
-	{ "cuMemcpyDtoH_v2", offsetof(struct devmem_cuda_api, memcpy_dtoh) },
-	{ "cuMemcpyHtoD_v2", offsetof(struct devmem_cuda_api, memcpy_htod) },
-	{ "cuMemcpyDtoD_v2", offsetof(struct devmem_cuda_api, memcpy_dtod) },
-	{ "cuGetErrorName", offsetof(struct devmem_cuda_api, get_error_name) },
+	{ "cuInit", offsetof(struct devmem_cuda_api, init), false },
+	{ "cuDeviceGetCount", offsetof(struct devmem_cuda_api, device_get_count), false },
+	{ "cuDeviceGet", offsetof(struct devmem_cuda_api, device_get), false },
+	{ "cuDeviceGetAttribute", offsetof(struct devmem_cuda_api, device_get_attribute), false },
+	{ "cuDevicePrimaryCtxRetain", offsetof(struct devmem_cuda_api, primary_ctx_retain), false },
+	{ "cuDevicePrimaryCtxRelease_v2", offsetof(struct devmem_cuda_api, primary_ctx_release), false },
+	{ "cuCtxGetCurrent", offsetof(struct devmem_cuda_api, ctx_get_current), false },
+	{ "cuCtxSetCurrent", offsetof(struct devmem_cuda_api, ctx_set_current), false },
+	{ "cuCtxPushCurrent_v2", offsetof(struct devmem_cuda_api, ctx_push), false },
+	{ "cuCtxPopCurrent_v2", offsetof(struct devmem_cuda_api, ctx_pop), false },
+	{ "cuMemAlloc_v2", offsetof(struct devmem_cuda_api, mem_alloc), false },
+	{ "cuMemFree_v2", offsetof(struct devmem_cuda_api, mem_free), false },
+	{ "cuMemHostAlloc", offsetof(struct devmem_cuda_api, mem_host_alloc), false },
+	{ "cuMemFreeHost", offsetof(struct devmem_cuda_api, mem_free_host), false },
+	{ "cuMemGetHandleForAddressRange", offsetof(struct devmem_cuda_api, get_handle), false },
+	{ "cuPointerGetAttribute", offsetof(struct devmem_cuda_api, pointer_get_attribute), false },
+	{ "cuMemcpyDtoH_v2", offsetof(struct devmem_cuda_api, memcpy_dtoh), false },
+	{ "cuMemcpyHtoD_v2", offsetof(struct devmem_cuda_api, memcpy_htod), false },
+	{ "cuMemcpyDtoD_v2", offsetof(struct devmem_cuda_api, memcpy_dtod), false },
+	{ "cuGetErrorName", offsetof(struct devmem_cuda_api, get_error_name), false },
+	{ "cuModuleLoadData", offsetof(struct devmem_cuda_api, module_load_data), true },
+	{ "cuModuleUnload", offsetof(struct devmem_cuda_api, module_unload), true },
+	{ "cuModuleGetFunction", offsetof(struct devmem_cuda_api, module_get_function), true },
+	{ "cuLaunchKernel", offsetof(struct devmem_cuda_api, launch_kernel), true },
+	{ "cuStreamCreate", offsetof(struct devmem_cuda_api, stream_create), true },
+	{ "cuStreamDestroy_v2", offsetof(struct devmem_cuda_api, stream_destroy), true },
+	{ "cuStreamSynchronize", offsetof(struct devmem_cuda_api, stream_synchronize), true },
+	{ "cuEventCreate", offsetof(struct devmem_cuda_api, event_create), true },
+	{ "cuEventDestroy_v2", offsetof(struct devmem_cuda_api, event_destroy), true },
+	{ "cuEventRecord", offsetof(struct devmem_cuda_api, event_record), true },
+	{ "cuEventQuery", offsetof(struct devmem_cuda_api, event_query), true },
+	{ "cuEventSynchronize", offsetof(struct devmem_cuda_api, event_synchronize), true },
+	{ "cuMemcpyHtoDAsync_v2", offsetof(struct devmem_cuda_api, memcpy_htod_async), true },
 };
 
 struct loaded {
@@ -75,6 +89,8 @@ static int resolve(const char *path, bool only_if_loaded, struct loaded **out)
 	for (size_t i = 0; i < sizeof(cuda_syms) / sizeof(cuda_syms[0]); i++) {
 		void *sym = dlsym(lib, cuda_syms[i].name);
 
+		if (!sym && cuda_syms[i].optional)
+			continue;
 		if (!sym) {
 			free(l);
 			return devmem_fail(-ENODEV, "%s has no %s (the NVIDIA driver is too old: "

@@ -303,6 +303,39 @@ struct devmem_frag {
 				 * until the next receive; NULL otherwise */
 };
 
+/*
+ * Unpacking received fragments (unpack.c): the fragments of one stream,
+ * batch after batch, copied into a contiguous destination or reduced into
+ * it element by element (dst = dst op stream), reading them in place in
+ * the dma-buf. On CUDA memory a GPU kernel does it (dst is then a device
+ * pointer) and a batch's fragments may go back once
+ * devmem_unpack_completed() counts it; on host memory the CPU does, at
+ * once. See devmem_unpack_open(3).
+ */
+enum devmem_unpack_type {
+	DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_FP16, DEVMEM_UNPACK_BF16, DEVMEM_UNPACK_FP32,
+	DEVMEM_UNPACK_FP64,
+};
+enum devmem_unpack_op {
+	DEVMEM_UNPACK_COPY, DEVMEM_UNPACK_SUM, DEVMEM_UNPACK_PROD, DEVMEM_UNPACK_MIN,
+	DEVMEM_UNPACK_MAX, DEVMEM_UNPACK_AVG,
+};
+#define DEVMEM_UNPACK_MAX_FRAGS	4096	/* per batch */
+
+struct devmem_unpack;
+
+int devmem_unpack_open(struct devmem_unpack **out, struct devmem_mem *mem);
+/* A new stream of @len bytes into @dst; AVG divides by @avg_n (1 but for
+ * the last contribution). */
+int devmem_unpack_begin(struct devmem_unpack *u, void *dst, size_t len,
+			enum devmem_unpack_type type, enum devmem_unpack_op op,
+			unsigned int avg_n);
+/* The stream's next @n fragments, one launch: its number (from 1) or -errno. */
+int devmem_unpack_add(struct devmem_unpack *u, const struct devmem_frag *f, unsigned int n);
+/* How many batches have finished (all of them, with @wait), or -errno. */
+int devmem_unpack_completed(struct devmem_unpack *u, bool wait);
+void devmem_unpack_close(struct devmem_unpack *u);
+
 struct devmem_rx;
 
 /* Receive state of TCP socket @sock: buffers for data and cmsgs, pending

@@ -87,6 +87,26 @@ int devmem_cuda_alloc(struct devmem_cuda **out, int device, size_t size, int *fd
 int devmem_cuda_copy(struct devmem_cuda *cuda, uint64_t off, void *host, size_t len,
 		     bool to_device);
 void devmem_cuda_free(struct devmem_cuda *cuda);
+/* The device address of the exported range, its context and libcuda. */
+struct devmem_cuda_api;
+void devmem_cuda_where(struct devmem_cuda *cuda, unsigned long long *base, void **ctx,
+		       const struct devmem_cuda_api **api);
+/* @mem's CUDA part, or NULL when it is not CUDA memory (mem.c). */
+struct devmem_cuda *devmem_mem_cuda_part(struct devmem_mem *mem);
+
+/* unpack_cpu.c: a devmem_unpack launch run on the CPU (unpack_abi.h), and
+ * its fp16/bf16 conversions (round to nearest even). */
+struct dm_unpack_launch;
+struct dm_unpack_frag;
+void dm_unpack_cpu(const struct dm_unpack_launch *l, const struct dm_unpack_frag *f);
+/* unpack.c: devmem_unpack_open() on @mem, or without it on @size bytes of
+ * host memory at @cpu (tests: the CPU reference of a GPU run). */
+int dm_unpack_open(struct devmem_unpack **out, struct devmem_mem *mem, const void *cpu,
+		   size_t size);
+float dm_half_to_float(uint16_t h);
+uint16_t dm_float_to_half(float f);
+float dm_bf16_to_float(uint16_t b);
+uint16_t dm_float_to_bf16(float f);
 /* ------------------------------------------------------ netlink (nl.c) */
 
 struct nlmsghdr;

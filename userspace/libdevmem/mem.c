@@ -334,6 +334,11 @@ DEVMEM_EXPORT void devmem_mem_free(struct devmem_mem *mem)
 	free(mem);
 }
 
+struct devmem_cuda *devmem_mem_cuda_part(struct devmem_mem *mem)
+{
+	return mem->cuda;
+}
+
 DEVMEM_EXPORT int devmem_mem_fd(const struct devmem_mem *mem)
 {
 	return mem ? mem->fd : -EINVAL;

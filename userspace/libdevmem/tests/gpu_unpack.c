@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * devmem_unpack's GPU kernels on a real GPU (gpu_unpack_test.sh), against
+ * the CPU backend, bit for bit: random fragment layouts and the recorded
+ * devtcp one (data/frags-devtcp.txt), every type and operation, the
+ * payload in CUDA memory exported as a dma-buf (devmem_mem_cuda). Then
+ * nothing is left allocated on the device.
+ *
+ *   gpu_unpack            the comparison
+ *   gpu_unpack bench      GB/s of gather and of an fp32 sum against
+ *                         cuMemcpyDtoD of the same bytes, fragments of 1-64 KiB
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "cuda_api.h"
+#include "devtcp/check.h"
+#include "unpack_check.h"
+
+static const struct devmem_cuda_api *cu;
+static unsigned int compared;
+
+static CUdeviceptr dev_alloc(size_t len)
+{
+	CUdeviceptr p = 0;
+
+	if (cu->mem_alloc(&p, len))
+		exit(3);
+	return p;
+}
+
+/* One layout, type and op on the GPU and on the CPU; 0 when they agree. */
+static int compare(struct devmem_mem *mem, const struct uc_layout *L, unsigned int type,
+		   unsigned int op, const char *layout)
+{
+	unsigned int avg_n = op == DEVMEM_UNPACK_AVG ? 3 : 1;
+	size_t bytes = L->bytes, pos = 0;
+	unsigned char *stream = malloc(bytes), *dst0 = malloc(bytes), *cpu_dst = malloc(bytes);
+	unsigned char *gpu_dst = malloc(bytes), *image = calloc(1, UC_IMAGE);
+	struct devmem_unpack *g, *c;
+	CUdeviceptr d = dev_alloc(bytes);
+	int ret = 0, diff = 0;
+	size_t first = 0;
+
+	uc_values(stream, bytes / uc_size(type), type);
+	uc_values(dst0, bytes / uc_size(type), type);
+	memcpy(cpu_dst, dst0, bytes);
+	cu->memcpy_htod(d, dst0, bytes);
+	if (devmem_unpack_open(&g, mem) || dm_unpack_open(&c, NULL, image, UC_IMAGE)) {
+		printf("not ok: open: %s\n", devmem_last_error());
+		exit(1);
+	}
+	devmem_unpack_begin(g, (void *)(uintptr_t)d, bytes, type, op, avg_n);
+	devmem_unpack_begin(c, cpu_dst, bytes, type, op, avg_n);
+	for (unsigned int b = 0; b < L->nbatches && !ret; b++) {
+		const struct uc_batch *B = &L->batches[b];
+
+		for (unsigned int i = 0; i < B->n; i++) {
+			const struct devmem_frag *f = &L->frags[B->first + i];
+
+			memcpy(image + f->offset, stream + pos, f->len);
+			if (devmem_mem_write(mem, f->offset, stream + pos, f->len))
+				ret = -EIO;
+			pos += f->len;
+		}
+		if (!ret && devmem_unpack_add(g, &L->frags[B->first], B->n) != (int)b + 1)
+			ret = -EIO;
+		if (!ret && devmem_unpack_add(c, &L->frags[B->first], B->n) != (int)b + 1)
+			ret = -EIO;
+		/* the image is rewritten for the next batch: this one must be done */
+		if (!ret && devmem_unpack_completed(g, true) != (int)b + 1)
+			ret = -EIO;
+	}
+	cu->memcpy_dtoh(gpu_dst, d, bytes);
+	while (first < bytes && gpu_dst[first] == cpu_dst[first])
+		first++;
+	for (size_t i = 0; i < bytes; i++)
+		diff += gpu_dst[i] != cpu_dst[i];
+	compared++;
+	CHECK(!ret && !diff, "%s %s %s: %zu bytes, %u fragments, %u batches: GPU = CPU "
+	      "(%s; %d bytes differ, the first at %zu)", layout, uc_type_name[type],
+	      uc_op_name[op], bytes, L->nfrags, L->nbatches, ret ? devmem_last_error() : "ran",
+	      diff, first);
+	devmem_unpack_close(g);
+	devmem_unpack_close(c);
+	cu->mem_free(d);
+	free(stream);
+	free(dst0);
+	free(cpu_dst);
+	free(gpu_dst);
+	free(image);
+	return ret || diff;
+}
+
+static int check_all(struct devmem_mem *mem)
+{
+	struct uc_layout R[3] = { 0 }, D = { 0 };
+	int rec;
+
+	uc_random(&R[0], 4 << 20, 1);
+	uc_random(&R[1], 1 << 20, 2);
+	uc_random(&R[2], 6 << 20, 3);
+	rec = uc_recorded(&D, "data/frags-devtcp.txt", 6 << 20);
+	CHECK(rec == 0, "the recorded devtcp layout loads");
+	for (int i = 0; i < 3; i++)
+		uc_trim(&R[i]);
+	if (!rec)
+		uc_trim(&D);
+	for (unsigned int t = DEVMEM_UNPACK_INT32; t <= DEVMEM_UNPACK_FP64; t++) {
+		for (unsigned int o = DEVMEM_UNPACK_COPY; o <= DEVMEM_UNPACK_AVG; o++) {
+			if (o == DEVMEM_UNPACK_COPY && t)
+				continue;	/* copying has no type */
+			for (int i = 0; i < 3; i++)
+				compare(mem, &R[i], t, o, "random");
+			if (!rec)
+				compare(mem, &D, t, o, "recorded");
+		}
+	}
+	printf("layouts: random %u/%u/%u fragments, recorded %u (%u batches, %zu bytes); "
+	       "%u runs compared with the CPU\n", R[0].nfrags, R[1].nfrags, R[2].nfrags, D.nfrags,
+	       D.nbatches, D.bytes, compared);
+	for (int i = 0; i < 3; i++) {
+		free(R[i].frags);
+		free(R[i].batches);
+	}
+	free(D.frags);
+	free(D.batches);
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Fragments of @size bytes a page apart from each other, 4096 a batch, as
+ * many batches as make 1 GiB, into a 256 MiB destination over and over. */
+static void bench(struct devmem_mem *mem)
+{
+	const size_t image = devmem_mem_size(mem), span = 256u << 20, total = 1u << 30;
+	CUdeviceptr d = dev_alloc(span), s = dev_alloc(span);
+	struct devmem_frag *f = calloc(DEVMEM_UNPACK_MAX_FRAGS, sizeof(*f));
+	struct devmem_unpack *u;
+
+	if (devmem_unpack_open(&u, mem)) {
+		printf("not ok: open: %s\n", devmem_last_error());
+		exit(1);
+	}
+	printf("%-9s %12s %12s %12s %10s %10s\n", "fragment", "gather GB/s", "sum GB/s",
+	       "memcpy GB/s", "gather/cp", "sum/cp");
+	for (uint32_t size = 1024; size <= 65536; size *= 2) {
+		unsigned int n = DEVMEM_UNPACK_MAX_FRAGS;
+		size_t batch = (size_t)n * size, stride = (size + 4095) & ~4095u;
+		double t, gbs[3];
+
+		while ((size_t)n * stride > image)
+			n /= 2;
+		batch = (size_t)n * size;
+		for (unsigned int i = 0; i < n; i++)
+			f[i] = (struct devmem_frag){ .offset = i * stride, .len = size, .dmabuf_id = 1 };
+		for (int k = 0; k < 2; k++) {
+			unsigned int op = k ? DEVMEM_UNPACK_SUM : DEVMEM_UNPACK_COPY;
+			size_t done = 0;
+
+			devmem_unpack_begin(u, (void *)(uintptr_t)d, span, DEVMEM_UNPACK_FP32, op, 1);
+			devmem_unpack_add(u, f, n);	/* warm up */
+			devmem_unpack_completed(u, true);
+			t = now();
+			while (done < total) {
+				size_t pos = 0;
+
+				devmem_unpack_begin(u, (void *)(uintptr_t)d, span, DEVMEM_UNPACK_FP32, op,
+						    1);
+				for (; pos + batch <= span && done < total; pos += batch, done += batch)
+					if (devmem_unpack_add(u, f, n) < 0)
+						exit(1);
+			}
+			devmem_unpack_completed(u, true);
+			gbs[k] = done / (now() - t) / 1e9;
+		}
+		cu->memcpy_dtod(d, s, span);
+		cu->stream_synchronize(NULL);
+		t = now();
+		for (size_t done = 0; done < total; done += span)
+			cu->memcpy_dtod(d, s, span);
+		cu->stream_synchronize(NULL);
+		gbs[2] = total / (now() - t) / 1e9;
+		printf("%6u B  %12.1f %12.1f %12.1f %9.2fx %9.2fx\n", size, gbs[0], gbs[1], gbs[2],
+		       gbs[0] / gbs[2], gbs[1] / gbs[2]);
+	}
+	devmem_unpack_close(u);
+	cu->mem_free(d);
+	cu->mem_free(s);
+	free(f);
+}
+
+int main(int argc, char **argv)
+{
+	struct devmem_mem *mem;
+	CUcontext ctx;
+	CUdevice dev;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (devmem_cuda_load(false, &cu) != 1)
+		return check_skip("no CUDA driver: %s", devmem_last_error());
+	if (devmem_mem_cuda(&mem, 0, argc > 1 ? 512u << 20 : UC_IMAGE))
+		return check_skip("no CUDA memory on device 0: %s", devmem_last_error());
+	/* the test's own buffers in the same (primary) context */
+	cu->device_get(&dev, 0);
+	cu->primary_ctx_retain(&ctx, dev);
+	cu->ctx_set_current(ctx);
+	if (argc > 1 && !strcmp(argv[1], "bench"))
+		bench(mem);
+	else
+		check_all(mem);
+	devmem_mem_free(mem);
+	cu->primary_ctx_release(dev);
+	return check_done("gpu_unpack");
+}
