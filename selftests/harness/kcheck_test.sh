@@ -25,6 +25,11 @@ expect 1 "NULL dereference Oops is reported" -- $kcheck --since "$m" < logs/oops
 expect 0 "O and E taints from insmod are allowed" -- $kcheck --taint 0 12288 < /dev/null
 expect 1 "W taint gained fails" -- $kcheck --taint 12288 12800 < /dev/null
 expect 0 "taint present before the run is not blamed" -- $kcheck --taint 512 12800 < /dev/null
+expect 0 "the upstream udmabuf DMA-API warning (debug kernel) is printed, not counted, W taint too" \
+	-- $kcheck --since "$m" --taint 4096 4608 < logs/udmabuf-warn.log
+expect 1 "a DMA-API warning from anywhere else fails" -- $kcheck --since "$m" < logs/dma-warn.log
+expect 1 "... and the udmabuf one does not excuse another WARNING" \
+	-- $kcheck --since "$m" --taint 4096 4608 < logs/udmabuf-and-warn.log
 expect 2 "unknown option is a usage error" -- $kcheck --bogus < /dev/null
 
 out=$($kcheck --since "$m" < logs/warn.log)

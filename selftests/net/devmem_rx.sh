@@ -70,7 +70,8 @@ check "binding and unbinding restarted queue $q twice" \
 	test "$(stat rx${q}_restarts)" = $((restarts0 + 2))
 
 # While bound: the core refuses what would break the binding.
-timeout 120 $rx -q $q -p 5002 -n 100000000 > /tmp/rx2.out 2>&1 &
+# a hang guard: 100 MB take a minute under KASAN and lockdep (check-debug)
+timeout 600 $rx -q $q -p 5002 -n 100000000 > /tmp/rx2.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx2.out
 out=$(e -G dtb tcp-data-split off 2>&1)
