@@ -94,11 +94,11 @@ check "io_uring zcrx into a udmabuf area, validated" \
 head -c 30000001 /dev/urandom > /tmp/in.bin
 rx_file() {
 	local pid rc
-	b timeout 120 $devmem rx --iface dtb --queue 6 --port 5005 --steer --output /tmp/out.bin \
+	b timeout 600 $devmem rx --iface dtb --queue 6 --port 5005 --steer --output /tmp/out.bin \
 		> /tmp/rx.out 2> /tmp/rx.err &
 	pid=$!
 	wait_listen /tmp/rx.err || return 1
-	a timeout 120 $devmem tx --iface dta --addr 10.99.0.2 --port 5005 < /tmp/in.bin > /tmp/tx.out 2>&1
+	a timeout 600 $devmem tx --iface dta --addr 10.99.0.2 --port 5005 < /tmp/in.bin > /tmp/tx.out 2>&1
 	rc=$?
 	wait $pid || rc=1
 	cat /tmp/tx.out /tmp/rx.err /tmp/rx.out

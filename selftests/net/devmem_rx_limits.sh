@@ -68,7 +68,7 @@ check "rx-page-size 4096 (PAGE_SIZE) is accepted and receives intact" \
 	stream 5001 20000000 25 --rx-page-size 4096
 
 # While bound: the core refuses a threshold that would keep payload from it.
-timeout 120 $rx -q $q -p 5002 -n 20000000 > /tmp/rx2.out 2>&1 &
+timeout 600 $rx -q $q -p 5002 -n 20000000 > /tmp/rx2.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx2.out
 out=$(genl set-hds-thresh dtb 256 2>&1)

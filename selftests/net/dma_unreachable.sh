@@ -94,7 +94,7 @@ ip netns exec ns2 selftests/net/tcp_stream recv -p 5002 -n $bytes -s 43 > /tmp/r
 rx=$!
 wait_listen /tmp/rx.out
 outage ns1 dta &
-timeout 120 ip netns exec ns1 selftests/net/devmem_tx -i dta -a 10.99.0.2 -p 5002 -n $bytes \
+timeout 600 ip netns exec ns1 selftests/net/devmem_tx -i dta -a 10.99.0.2 -p 5002 -n $bytes \
 	-s 43 > /tmp/tx.out 2>&1
 rc=$?
 wait $rx || rc=1

@@ -62,7 +62,7 @@ check "both clients gone: no rule left" within_1s no_rules
 check "... no binding left" within_1s no_bindings
 
 # An IPv6 flow: a tcp6 rule to fd99::2, the stream from fd99::1 received the same way.
-timeout 120 "${U1000[@]}" $CLIENT recv6 dtb 5003 $bytes 23 > /tmp/c3.out 2> /tmp/c3.err &
+timeout 600 "${U1000[@]}" $CLIENT recv6 dtb 5003 $bytes 23 > /tmp/c3.out 2> /tmp/c3.err &
 p3=$!
 wait_for /tmp/c3.err listening
 cat /tmp/c3.err
@@ -70,7 +70,7 @@ b ethtool -n dtb
 check "an IPv6 flow is steered by a tcp6 rule to fd99::2 port 5003" \
 	bash -c "ip netns exec ns2 ethtool -n dtb | tr -d '\t' | grep -A9 '^Rule Type: TCP over IPv6' |
 		grep -q '^Dest IP addr: fd99::2 ' && ip netns exec ns2 ethtool -n dtb | grep -q 'Dest port: 5003'"
-timeout 120 ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -6 -a fd99::2 -p 5003 -n $bytes -s 23 > /dev/null
+timeout 600 ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -6 -a fd99::2 -p 5003 -n $bytes -s 23 > /dev/null
 wait $p3; r3=$?
 cat /tmp/c3.out
 check "the IPv6 stream arrived in the client's dma-buf, validated" test $r3 = 0

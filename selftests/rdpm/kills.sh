@@ -31,7 +31,7 @@ for ((i = 1; i <= cycles; i++)); do
 		cat /tmp/kill.err
 		break
 	fi
-	a timeout 120 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p $port \
+	a timeout 600 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p $port \
 		-n 4000000000 -s $i > /dev/null 2>&1 &
 	ps=$!
 	sleep 0.5
