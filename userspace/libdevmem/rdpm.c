@@ -423,8 +423,18 @@ DEVMEM_EXPORT int rdpm_limit_window(struct rdpm_client *c, uint32_t handle, int 
 
 	if (!c)
 		return devmem_fail(-EINVAL, "rdpm_limit_window: client is NULL");
-	if (c->fd < 0)
-		return local_binding(c, handle) ? devmem_rx_limit_window(sock, bytes) : -ENOENT;
+	if (c->fd < 0) {
+		struct local_binding *lb = local_binding(c, handle);
+		size_t size = lb ? devmem_mem_size(devmem_binding_mem(lb->b)) : 0;
+
+		if (!lb)
+			return -ENOENT;
+		/* what rdpmd would refuse */
+		if (bytes > size)
+			return devmem_fail(-EINVAL, "rdpm: a share of %zu bytes is more than the "
+					   "%zu-byte dma-buf of buffer %u", bytes, size, handle);
+		return devmem_rx_limit_window(sock, bytes);
+	}
 	err = xfer(c, RDPM_WINDOW, &req, sizeof(req), sock, &r, sizeof(r));
 	return err ? err : r.window;
 }
