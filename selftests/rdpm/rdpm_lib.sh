@@ -39,13 +39,16 @@ low_port_users = 0
 CONF
 }
 
-# Starts rdpmd in ns2; waits for it to listen.
+# Starts rdpmd in ns2; waits for it to listen. Only this rdpmd's lines
+# count: after a SIGKILL the log holds the last one's "ready" and its
+# socket file is still there.
 RDPMD_PID=
 start_rdpmd() {
+	local from=$(($(wc -l < $RDPM_LOG) + 1))
 	ip netns exec ns2 $RDPMD -c $RDPM_CONF 2>> $RDPM_LOG &
 	RDPMD_PID=$!
 	for _ in $(seq 100); do
-		[ -S $RDPM_SOCKET ] && grep -q "<6>ready" $RDPM_LOG && return 0
+		tail -n +$from $RDPM_LOG | grep -q "<6>ready" && [ -S $RDPM_SOCKET ] && return 0
 		kill -0 $RDPMD_PID 2> /dev/null || break
 		sleep 0.1
 	done
