@@ -36,6 +36,8 @@ userspace: provision
 	@$(MAKE) -s -C selftests/libdevmem
 	@$(MAKE) -s -C selftests/rdpm
 	@$(MAKE) -s -C selftests/coll
+	@$(MAKE) -s -C ompi
+	@$(MAKE) -s -C selftests/ompi
 
 check: all
 	@selftests/check
@@ -87,6 +89,8 @@ clean:
 	@$(MAKE) -s -C selftests/net clean
 	@$(MAKE) -s -C selftests/libdevmem clean
 	@$(MAKE) -s -C selftests/coll clean
+	@$(MAKE) -s -C ompi clean
+	@$(MAKE) -s -C selftests/ompi clean
 
 .PHONY: all provision modules userspace check check-fresh check-debug demo bench bench-coll checkpatch \
 	dkms-install dkms-remove clean

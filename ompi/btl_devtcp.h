@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * btl/devtcp: an Open MPI byte transfer layer over TCP whose large payloads
+ * travel on separate data connections, so that a receiver with a devmem
+ * queue can steer them into a dma-buf while the PML's headers stay in host
+ * memory.
+ *
+ * Each ordered pair of ranks has its own connections, opened by the sender:
+ * one control connection (wire headers, PML headers, small payloads) and
+ * btl_devtcp_data_links data connections (payload bytes only). A receiver
+ * never sends on a connection it accepted, so no connect race needs
+ * resolving. See Documentation/openmpi.rst.
+ */
+#ifndef BTL_DEVTCP_H
+#define BTL_DEVTCP_H
+
+#include "opal_config.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/util/proc.h"
+
+#include "btl_devtcp_compat.h"
+
+#define DEVTCP_MAX_LINKS 8
+
+/* The first bytes on every connection: who opens it and what it carries. */
+#define DEVTCP_HELLO_MAGIC 0x64747062u	/* "dtpb" */
+#define DEVTCP_WIRE_VERSION 1
+enum devtcp_link_kind { DEVTCP_LINK_CTRL = 1, DEVTCP_LINK_DATA = 2 };
+
+struct devtcp_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint8_t kind;		/* enum devtcp_link_kind */
+	uint8_t index;		/* data link number */
+	uint32_t jobid;
+	uint32_t vpid;
+};
+
+/* Before every message on the control connection. */
+#define DEVTCP_FRAME_BYE 0x01	/* the sender closes: EOF after it is no error */
+
+struct devtcp_frame {
+	uint8_t tag;		/* the PML's active message tag */
+	uint8_t flags;
+	uint8_t link;		/* data link carrying data_len bytes */
+	uint8_t pad;
+	uint32_t ctrl_len;	/* bytes following on this connection */
+	uint64_t data_len;	/* bytes following on data link `link` */
+};
+
+/* What a rank publishes in the modex. */
+struct devtcp_addr {
+	struct in_addr ip;
+	uint16_t ctrl_port;	/* network order */
+	uint16_t data_port;	/* network order */
+	uint8_t devmem;		/* payloads land in a dma-buf here */
+	uint8_t pad[7];
+};
+
+/* A descriptor: the PML's view (base) and what sending it needs. */
+struct devtcp_frag {
+	mca_btl_base_descriptor_t base;
+	mca_btl_base_segment_t segs[2];
+	struct devtcp_frag *next;
+	struct mca_btl_base_endpoint_t *ep;
+	size_t reserve;		/* PML header bytes at the front, 0: unknown */
+	struct devtcp_frame frame;
+	struct iovec iov[3];	/* control connection: frame, header, rest */
+	int iov_count, iov_done;
+	struct iovec data;	/* data connection: what remains to write */
+	bool queued;
+	size_t cap;
+	unsigned char buf[];
+};
+
+enum devtcp_rx_state { RX_FRAME, RX_CTRL, RX_DATA };
+
+/* One peer. The send half is ours; the receive half is the peer's. */
+struct mca_btl_base_endpoint_t {
+	struct mca_btl_base_endpoint_t *next;
+	opal_proc_t *proc;
+	opal_process_name_t name;
+	/* send half */
+	struct devtcp_addr addr;
+	bool have_addr;
+	int ctrl_fd;
+	int data_fd[DEVTCP_MAX_LINKS];
+	int next_link;
+	struct devtcp_frag *sendq, *sendq_tail;
+	/* receive half */
+	int rx_ctrl_fd;
+	int rx_data_fd[DEVTCP_MAX_LINKS];
+	enum devtcp_rx_state rx_state;
+	struct devtcp_frame rx_frame;
+	size_t rx_done;
+	unsigned char *rx_ctrl;
+	size_t rx_ctrl_cap;
+	unsigned char *rx_data;
+	size_t rx_data_cap;
+	bool rx_bye;
+	bool failed;
+};
+
+/* An accepted connection whose hello has not arrived yet. */
+struct devtcp_pending {
+	struct devtcp_pending *next;
+	int fd;
+	size_t got;
+	struct devtcp_hello hello;
+};
+
+struct devtcp_module {
+	mca_btl_base_module_t super;
+	mca_btl_base_module_error_cb_fn_t error_cb;
+	struct devtcp_addr addr;
+	char ifname[64];
+	int ctrl_listen, data_listen;
+	struct mca_btl_base_endpoint_t *endpoints;
+	struct devtcp_pending *pending;
+	struct pollfd *pfd;
+	size_t pfd_cap;
+};
+
+struct devtcp_component {
+	mca_btl_base_component_3_0_0_t super;
+	/* MCA parameters */
+	char *if_include;
+	int data_links;
+	int data_min;
+	int ctrl_port, data_port;
+	int verbose;
+	int output;
+	struct devtcp_module *module;
+};
+
+OPAL_MODULE_DECLSPEC extern struct devtcp_component mca_btl_devtcp_component;
+extern struct devtcp_module devtcp_module_template;
+
+#define devtcp_verbose(level, ...) \
+	opal_output_verbose(level, mca_btl_devtcp_component.output, "btl:devtcp: " __VA_ARGS__)
+
+/* btl_devtcp_module.c */
+int devtcp_module_open(struct devtcp_module *m);
+
+/* btl_devtcp_endpoint.c */
+struct mca_btl_base_endpoint_t *devtcp_endpoint_new(struct devtcp_module *m, opal_proc_t *proc);
+struct mca_btl_base_endpoint_t *devtcp_endpoint_find(struct devtcp_module *m,
+						      const opal_process_name_t *name);
+void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep);
+int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			 struct devtcp_frag *frag);
+int devtcp_progress_module(struct devtcp_module *m);
+void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep);
+
+#endif

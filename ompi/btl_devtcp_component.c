@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The component: its MCA parameters, choosing the interface, the listening
+ * sockets, the modex and progress.
+ */
+#include "btl_devtcp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+static int devtcp_register(void);
+static int devtcp_open(void);
+static int devtcp_close(void);
+static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
+					   bool mpi_threads);
+static int devtcp_progress(void);
+
+struct devtcp_component mca_btl_devtcp_component = {
+	.super = {
+		.btl_version = {
+			MCA_BTL_DEFAULT_VERSION("devtcp"),
+			.mca_open_component = devtcp_open,
+			.mca_close_component = devtcp_close,
+			.mca_register_component_params = devtcp_register,
+		},
+		.btl_data = {
+			.param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+		},
+		.btl_init = devtcp_init,
+		.btl_progress = devtcp_progress,
+	},
+	.data_links = 1,
+	.data_min = 4096,
+};
+
+static int reg_int(const char *name, const char *help, int *storage)
+{
+	return mca_base_component_var_register(&mca_btl_devtcp_component.super.btl_version,
+					       name, help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0,
+					       OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+					       storage);
+}
+
+static int devtcp_register(void)
+{
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+	mca_btl_base_module_t *b = &devtcp_module_template.super;
+
+	c->if_include = NULL;
+	mca_base_component_var_register(&c->super.btl_version, "if_include",
+		"The network interface this BTL uses (one name, e.g. dtb). Default: the first "
+		"IPv4 interface that is up and not loopback, else loopback",
+		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1,
+		MCA_BASE_VAR_SCOPE_READONLY, &c->if_include);
+	reg_int("data_links",
+		"Data connections per peer and direction (1-8); payloads of a message go on "
+		"one of them, round robin", &c->data_links);
+	reg_int("data_min",
+		"Payloads of at least this many bytes travel on a data connection (into the "
+		"receiver's dma-buf where it has devmem); smaller ones go with their header",
+		&c->data_min);
+	reg_int("ctrl_port", "TCP port of the control listener (0: any free port)",
+		&c->ctrl_port);
+	reg_int("data_port",
+		"TCP port of the data listener (0: any free port). A devmem receiver steers "
+		"this port to its dma-buf queue", &c->data_port);
+	reg_int("verbose", "Verbosity of btl/devtcp's messages (0-100)", &c->verbose);
+
+	b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 100;
+	b->btl_eager_limit = 64 * 1024;
+	b->btl_rndv_eager_limit = 64 * 1024;
+	b->btl_max_send_size = 256 * 1024;
+	b->btl_rdma_pipeline_send_length = 0;
+	b->btl_rdma_pipeline_frag_size = 0;
+	b->btl_min_rdma_pipeline_size = 0;
+	b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
+	b->btl_bandwidth = 10000;
+	b->btl_latency = 100;
+	return mca_btl_base_param_register(&c->super.btl_version, b);
+}
+
+static int devtcp_open(void)
+{
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+
+	c->output = opal_output_open(NULL);
+	opal_output_set_verbosity(c->output, c->verbose);
+	return OPAL_SUCCESS;
+}
+
+static int devtcp_close(void)
+{
+	opal_output_close(mca_btl_devtcp_component.output);
+	return OPAL_SUCCESS;
+}
+
+/* The interface and its IPv4 address: the one named, else the first that is
+ * up and not loopback, else loopback. */
+static int pick_interface(struct devtcp_module *m)
+{
+	const char *want = mca_btl_devtcp_component.if_include;
+	struct ifaddrs *ifs, *i, *pick = NULL, *lo = NULL;
+
+	if (getifaddrs(&ifs) < 0)
+		return OPAL_ERROR;
+	for (i = ifs; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+			continue;
+		if (want && *want) {
+			if (!strcmp(i->ifa_name, want)) {
+				pick = i;
+				break;
+			}
+		} else if (i->ifa_flags & IFF_LOOPBACK) {
+			if (!lo)
+				lo = i;
+		} else if (!pick) {
+			pick = i;
+		}
+	}
+	if (!pick)
+		pick = lo;
+	if (!pick) {
+		opal_output(0, "btl:devtcp: %s%s%s (MCA parameter btl_devtcp_if_include)",
+			    want && *want ? "no IPv4 interface named " : "no IPv4 interface is up",
+			    want && *want ? want : "", want && *want ? " is up" : "");
+		freeifaddrs(ifs);
+		return OPAL_ERR_NOT_FOUND;
+	}
+	m->addr.ip = ((struct sockaddr_in *)pick->ifa_addr)->sin_addr;
+	snprintf(m->ifname, sizeof(m->ifname), "%s", pick->ifa_name);
+	freeifaddrs(ifs);
+	return OPAL_SUCCESS;
+}
+
+static int listen_on(struct devtcp_module *m, int port, uint16_t *bound, const char *param)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = m->addr.ip,
+				   .sin_port = htons(port) };
+	socklen_t len = sizeof(sin);
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 128) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+		opal_output(0, "btl:devtcp: cannot listen on %s port %d: %s (MCA parameter %s)",
+			    inet_ntoa(m->addr.ip), port, strerror(errno), param);
+		close(fd);
+		return -1;
+	}
+	*bound = sin.sin_port;
+	return fd;
+}
+
+static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
+					   bool mpi_threads)
+{
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+	mca_btl_base_module_t **btls;
+	struct devtcp_module *m;
+	int rc;
+
+	(void)progress_threads;
+	*num_btls = 0;
+	if (mpi_threads) {
+		devtcp_verbose(1, "MPI_THREAD_MULTIPLE is not supported yet: disabled");
+		return NULL;
+	}
+	if (c->data_links < 1 || c->data_links > DEVTCP_MAX_LINKS) {
+		opal_output(0, "btl:devtcp: btl_devtcp_data_links is %d; it must be 1-%d",
+			    c->data_links, DEVTCP_MAX_LINKS);
+		return NULL;
+	}
+	if (c->data_min < 1) {
+		opal_output(0, "btl:devtcp: btl_devtcp_data_min is %d; it must be at least 1",
+			    c->data_min);
+		return NULL;
+	}
+	btls = malloc(sizeof(*btls));
+	m = malloc(sizeof(*m));
+	if (!m || !btls) {
+		free(m);
+		free(btls);
+		return NULL;
+	}
+	*m = devtcp_module_template;
+	m->ctrl_listen = m->data_listen = -1;
+	if (pick_interface(m) != OPAL_SUCCESS)
+		goto fail;
+	m->ctrl_listen = listen_on(m, c->ctrl_port, &m->addr.ctrl_port, "btl_devtcp_ctrl_port");
+	m->data_listen = listen_on(m, c->data_port, &m->addr.data_port, "btl_devtcp_data_port");
+	if (m->ctrl_listen < 0 || m->data_listen < 0)
+		goto fail;
+	if (devtcp_module_open(m) != OPAL_SUCCESS)
+		goto fail;
+	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, &m->addr,
+			sizeof(m->addr));
+	if (rc != OPAL_SUCCESS)
+		goto fail;
+	devtcp_verbose(5, "%s %s: control port %u, data port %u, %d data link(s)", m->ifname,
+		       inet_ntoa(m->addr.ip), ntohs(m->addr.ctrl_port), ntohs(m->addr.data_port),
+		       c->data_links);
+	c->module = m;
+	btls[0] = &m->super;
+	*num_btls = 1;
+	return btls;
+fail:
+	if (m->ctrl_listen >= 0)
+		close(m->ctrl_listen);
+	if (m->data_listen >= 0)
+		close(m->data_listen);
+	free(m);
+	free(btls);
+	return NULL;
+}
+
+static int devtcp_progress(void)
+{
+	struct devtcp_module *m = mca_btl_devtcp_component.module;
+
+	return m ? devtcp_progress_module(m) : 0;
+}

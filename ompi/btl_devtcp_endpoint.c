@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Peers: the connections we open to send to a peer, the ones a peer opened
+ * to send to us, and moving bytes on both without ever blocking (progress).
+ */
+#include "btl_devtcp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opal/util/output.h"
+
+/* A message's header part is at most this much bigger than the largest send. */
+#define DEVTCP_CTRL_SLACK 4096
+/* Messages taken from one peer in one progress call, so no peer starves. */
+#define DEVTCP_RX_BURST 16
+
+static bool same_name(const opal_process_name_t *a, const opal_process_name_t *b)
+{
+	return a->jobid == b->jobid && a->vpid == b->vpid;
+}
+
+struct mca_btl_base_endpoint_t *devtcp_endpoint_find(struct devtcp_module *m,
+						      const opal_process_name_t *name)
+{
+	struct mca_btl_base_endpoint_t *ep;
+
+	for (ep = m->endpoints; ep; ep = ep->next)
+		if (same_name(&ep->name, name))
+			return ep;
+	return NULL;
+}
+
+struct mca_btl_base_endpoint_t *devtcp_endpoint_new(struct devtcp_module *m, opal_proc_t *proc)
+{
+	struct mca_btl_base_endpoint_t *ep = calloc(1, sizeof(*ep));
+	struct devtcp_addr *addr = NULL;
+	size_t size = 0;
+	int rc, i;
+
+	if (!ep)
+		return NULL;
+	ep->proc = proc;
+	ep->name = proc->proc_name;
+	ep->ctrl_fd = ep->rx_ctrl_fd = -1;
+	for (i = 0; i < DEVTCP_MAX_LINKS; i++)
+		ep->data_fd[i] = ep->rx_data_fd[i] = -1;
+	OPAL_MODEX_RECV(rc, &mca_btl_devtcp_component.super.btl_version, &proc->proc_name,
+			(void **)&addr, &size);
+	if (rc == OPAL_SUCCESS && addr && size == sizeof(*addr)) {
+		ep->addr = *addr;
+		ep->have_addr = true;
+	}
+	free(addr);
+	ep->next = m->endpoints;
+	m->endpoints = ep;
+	return ep;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
+{
+	struct mca_btl_base_endpoint_t **p;
+	int i;
+
+	for (p = &m->endpoints; *p; p = &(*p)->next)
+		if (*p == ep) {
+			*p = ep->next;
+			break;
+		}
+	devtcp_endpoint_bye(ep);
+	close_fd(&ep->ctrl_fd);
+	close_fd(&ep->rx_ctrl_fd);
+	for (i = 0; i < DEVTCP_MAX_LINKS; i++) {
+		close_fd(&ep->data_fd[i]);
+		close_fd(&ep->rx_data_fd[i]);
+	}
+	while (ep->sendq) {
+		struct devtcp_frag *f = ep->sendq;
+
+		ep->sendq = f->next;
+		OBJ_DESTRUCT(&f->base);
+		free(f);
+	}
+	free(ep->rx_ctrl);
+	free(ep->rx_data);
+	free(ep);
+}
+
+/* The peer is gone or speaks nonsense: the PML ends the job. */
+static void fail_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+		      const char *what, int err)
+{
+	char info[256];
+
+	if (ep->failed)
+		return;
+	ep->failed = true;
+	snprintf(info, sizeof(info), "btl:devtcp: peer %u.%u (%s port %u): %s%s%s", ep->name.jobid,
+		 ep->name.vpid, inet_ntoa(ep->addr.ip), ntohs(ep->addr.ctrl_port), what,
+		 err ? ": " : "", err ? strerror(err) : "");
+	opal_output(0, "%s", info);
+	if (m->error_cb)
+		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, info);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int open_link(struct mca_btl_base_endpoint_t *ep, uint16_t port, uint8_t kind,
+		     uint8_t index)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = ep->addr.ip,
+				   .sin_port = port };
+	opal_process_name_t me = OPAL_PROC_MY_NAME;
+	struct devtcp_hello hello = {
+		.magic = htonl(DEVTCP_HELLO_MAGIC), .version = htons(DEVTCP_WIRE_VERSION),
+		.kind = kind, .index = index, .jobid = htonl(me.jobid), .vpid = htonl(me.vpid),
+	};
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    write_all(fd, &hello, sizeof(hello)) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (kind == DEVTCP_LINK_CTRL)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Our connections to the peer, opened at the first send. The data links
+ * first: the peer reads a message's payload from its link right after the
+ * message's header, so the link must exist by then. */
+static int connect_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
+{
+	int i, links = mca_btl_devtcp_component.data_links;
+
+	for (i = 0; i < links; i++) {
+		ep->data_fd[i] = open_link(ep, ep->addr.data_port, DEVTCP_LINK_DATA, i);
+		if (ep->data_fd[i] < 0) {
+			fail_peer(m, ep, "cannot open a data connection", errno);
+			return OPAL_ERR_UNREACH;
+		}
+	}
+	ep->ctrl_fd = open_link(ep, ep->addr.ctrl_port, DEVTCP_LINK_CTRL, 0);
+	if (ep->ctrl_fd < 0) {
+		fail_peer(m, ep, "cannot open the control connection", errno);
+		return OPAL_ERR_UNREACH;
+	}
+	devtcp_verbose(10, "connected to %u.%u at %s", ep->name.jobid, ep->name.vpid,
+		       inet_ntoa(ep->addr.ip));
+	return OPAL_SUCCESS;
+}
+
+/* Lays out a descriptor for the wire: the PML header (and small payloads)
+ * on the control connection, a large payload on a data link. */
+static void frag_layout(struct devtcp_frag *f, int *next_link)
+{
+	size_t total = f->segs[0].seg_len, head = total;
+	char *data = NULL;
+	size_t data_len = 0;
+
+	if (f->base.des_segment_count == 2) {
+		data = f->segs[1].seg_addr.pval;
+		data_len = f->segs[1].seg_len;
+	} else if (f->reserve && total > f->reserve) {
+		head = f->reserve;
+		data = (char *)f->segs[0].seg_addr.pval + head;
+		data_len = total - head;
+	}
+	f->iov_count = 0;
+	f->iov_done = 0;
+	f->iov[f->iov_count++] = (struct iovec){ &f->frame, sizeof(f->frame) };
+	f->iov[f->iov_count++] = (struct iovec){ f->segs[0].seg_addr.pval, head };
+	if (data_len && data_len < (size_t)mca_btl_devtcp_component.data_min) {
+		f->iov[f->iov_count++] = (struct iovec){ data, data_len };
+		data_len = 0;
+	}
+	f->frame.flags = 0;
+	f->frame.ctrl_len = 0;
+	for (int i = 1; i < f->iov_count; i++)
+		f->frame.ctrl_len += f->iov[i].iov_len;
+	f->frame.data_len = data_len;
+	f->frame.link = 0;
+	if (data_len) {
+		f->frame.link = *next_link;
+		*next_link = (*next_link + 1) % mca_btl_devtcp_component.data_links;
+	}
+	f->data = (struct iovec){ data, data_len };
+}
+
+/* Writes what the sockets take of the queue's head; 1 when it is all out,
+ * 0 when a socket is full, -1 on error (errno). */
+static int frag_push(struct mca_btl_base_endpoint_t *ep, struct devtcp_frag *f)
+{
+	while (f->iov_done < f->iov_count) {
+		ssize_t n = writev(ep->ctrl_fd, f->iov + f->iov_done, f->iov_count - f->iov_done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		while (n > 0 && f->iov_done < f->iov_count) {
+			struct iovec *v = &f->iov[f->iov_done];
+
+			if ((size_t)n >= v->iov_len) {
+				n -= v->iov_len;
+				v->iov_len = 0;
+				f->iov_done++;
+			} else {
+				v->iov_base = (char *)v->iov_base + n;
+				v->iov_len -= n;
+				n = 0;
+			}
+		}
+	}
+	while (f->data.iov_len) {
+		ssize_t n = send(ep->data_fd[f->frame.link], f->data.iov_base, f->data.iov_len,
+				 MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		f->data.iov_base = (char *)f->data.iov_base + n;
+		f->data.iov_len -= n;
+	}
+	return 1;
+}
+
+static void frag_done(struct devtcp_module *m, struct devtcp_frag *f, int status, bool always)
+{
+	bool own = f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+
+	if (always || (f->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK))
+		f->base.des_cbfunc(&m->super, f->ep, &f->base, status);
+	if (own) {
+		OBJ_DESTRUCT(&f->base);
+		free(f);
+	}
+}
+
+/* Sends queued descriptors until a socket fills; completions are called. */
+static int send_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
+{
+	int done = 0;
+
+	while (ep->sendq && !ep->failed) {
+		struct devtcp_frag *f = ep->sendq;
+		int rc = frag_push(ep, f);
+
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			fail_peer(m, ep, "send failed", errno);
+			break;
+		}
+		ep->sendq = f->next;
+		if (!ep->sendq)
+			ep->sendq_tail = NULL;
+		f->queued = false;
+		done++;
+		frag_done(m, f, OPAL_SUCCESS, true);
+	}
+	return done;
+}
+
+int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			 struct devtcp_frag *f)
+{
+	int rc;
+
+	if (ep->failed)
+		return OPAL_ERR_UNREACH;
+	if (ep->ctrl_fd < 0 && connect_peer(m, ep) != OPAL_SUCCESS)
+		return OPAL_ERR_UNREACH;
+	frag_layout(f, &ep->next_link);
+	if (!ep->sendq) {
+		rc = frag_push(ep, f);
+		if (rc < 0) {
+			fail_peer(m, ep, "send failed", errno);
+			return OPAL_ERR_UNREACH;
+		}
+		if (rc == 1) {
+			frag_done(m, f, OPAL_SUCCESS, false);
+			return 1;
+		}
+	}
+	f->next = NULL;
+	f->queued = true;
+	if (ep->sendq_tail)
+		ep->sendq_tail->next = f;
+	else
+		ep->sendq = f;
+	ep->sendq_tail = f;
+	return OPAL_SUCCESS;
+}
+
+/* Tells the peer that EOF on our connections is the end, not a death. */
+void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep)
+{
+	struct devtcp_frame bye = { .flags = DEVTCP_FRAME_BYE };
+	int fl;
+
+	if (ep->ctrl_fd < 0 || ep->failed || ep->sendq)
+		return;
+	fl = fcntl(ep->ctrl_fd, F_GETFL);
+	fcntl(ep->ctrl_fd, F_SETFL, fl & ~O_NONBLOCK);
+	write_all(ep->ctrl_fd, &bye, sizeof(bye));
+	fcntl(ep->ctrl_fd, F_SETFL, fl);
+}
+
+/* Reads into buf until want bytes are there; 1 done, 0 later, -1 error or
+ * EOF (errno 0). */
+static int read_some(int fd, void *buf, size_t want, size_t *done)
+{
+	while (*done < want) {
+		ssize_t n = recv(fd, (char *)buf + *done, want - *done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -1;
+		if (n == 0) {
+			errno = 0;
+			return -1;
+		}
+		*done += n;
+	}
+	return 1;
+}
+
+static int grow(unsigned char **buf, size_t *cap, size_t want)
+{
+	unsigned char *p;
+
+	if (*cap >= want)
+		return 0;
+	p = realloc(*buf, want);
+	if (!p)
+		return -1;
+	*buf = p;
+	*cap = want;
+	return 0;
+}
+
+/* Takes whole messages from the peer's connections to us and hands them to
+ * the PML; returns how many. */
+static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
+{
+	struct devtcp_frame *fr = &ep->rx_frame;
+	size_t max = m->super.btl_max_send_size;
+	int delivered = 0, rc = 0;
+
+	while (!ep->failed && ep->rx_ctrl_fd >= 0 && delivered < DEVTCP_RX_BURST) {
+		switch (ep->rx_state) {
+		case RX_FRAME:
+			rc = read_some(ep->rx_ctrl_fd, fr, sizeof(*fr), &ep->rx_done);
+			if (rc < 0 && errno == 0 && ep->rx_done == 0 && ep->rx_bye) {
+				close_fd(&ep->rx_ctrl_fd);
+				return delivered;
+			}
+			if (rc <= 0)
+				break;
+			ep->rx_done = 0;
+			if (fr->flags & DEVTCP_FRAME_BYE) {
+				ep->rx_bye = true;
+				continue;
+			}
+			if (fr->ctrl_len > max + DEVTCP_CTRL_SLACK || fr->data_len > max ||
+			    fr->link >= mca_btl_devtcp_component.data_links) {
+				fail_peer(m, ep, "malformed message header", 0);
+				return delivered;
+			}
+			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap, fr->ctrl_len) < 0 ||
+			    grow(&ep->rx_data, &ep->rx_data_cap, fr->data_len) < 0) {
+				fail_peer(m, ep, "out of memory", ENOMEM);
+				return delivered;
+			}
+			ep->rx_state = RX_CTRL;
+			continue;
+		case RX_CTRL:
+			rc = read_some(ep->rx_ctrl_fd, ep->rx_ctrl, fr->ctrl_len, &ep->rx_done);
+			if (rc <= 0)
+				break;
+			ep->rx_done = 0;
+			ep->rx_state = fr->data_len ? RX_DATA : RX_FRAME;
+			if (ep->rx_state == RX_DATA)
+				continue;
+			goto deliver;
+		case RX_DATA:
+			if (ep->rx_data_fd[fr->link] < 0)
+				return delivered; /* its connection is still being accepted */
+			rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
+				       &ep->rx_done);
+			if (rc <= 0)
+				break;
+			ep->rx_done = 0;
+			ep->rx_state = RX_FRAME;
+			goto deliver;
+		}
+		if (rc < 0)
+			fail_peer(m, ep, errno ? "receive failed" : "connection closed mid-job",
+				  errno);
+		return delivered;
+deliver:
+		{
+			mca_btl_base_segment_t segs[2] = {
+				{ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len },
+				{ .seg_addr.pval = ep->rx_data, .seg_len = fr->data_len },
+			};
+
+			devtcp_deliver(&m->super, ep, fr->tag, segs, fr->data_len ? 2 : 1);
+			delivered++;
+		}
+	}
+	return delivered;
+}
+
+static void accept_all(struct devtcp_module *m, int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct devtcp_pending *p;
+
+		if (fd < 0)
+			return;
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			close(fd);
+			return;
+		}
+		p->fd = fd;
+		p->next = m->pending;
+		m->pending = p;
+	}
+}
+
+/* A connection's hello names its sender: attach it to that peer. */
+static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
+{
+	struct devtcp_hello *h = &p->hello;
+	opal_process_name_t name;
+	struct mca_btl_base_endpoint_t *ep;
+	int *slot;
+
+	if (ntohl(h->magic) != DEVTCP_HELLO_MAGIC || ntohs(h->version) != DEVTCP_WIRE_VERSION ||
+	    (h->kind != DEVTCP_LINK_CTRL && h->kind != DEVTCP_LINK_DATA) ||
+	    h->index >= mca_btl_devtcp_component.data_links) {
+		opal_output(0, "btl:devtcp: a connection that is not btl/devtcp %d's: closed",
+			    DEVTCP_WIRE_VERSION);
+		return -1;
+	}
+	name.jobid = ntohl(h->jobid);
+	name.vpid = ntohl(h->vpid);
+	ep = devtcp_endpoint_find(m, &name);
+	if (!ep) {
+		opal_proc_t *proc = opal_proc_for_name(name);
+
+		if (!proc || !(ep = devtcp_endpoint_new(m, proc)))
+			return -1;
+	}
+	slot = h->kind == DEVTCP_LINK_CTRL ? &ep->rx_ctrl_fd : &ep->rx_data_fd[h->index];
+	if (*slot >= 0) {
+		opal_output(0, "btl:devtcp: peer %u.%u opened a second %s connection: closed",
+			    name.jobid, name.vpid, h->kind == DEVTCP_LINK_CTRL ? "control" : "data");
+		return -1;
+	}
+	*slot = p->fd;
+	return 0;
+}
+
+static void pending_progress(struct devtcp_module *m)
+{
+	struct devtcp_pending **pp = &m->pending;
+
+	while (*pp) {
+		struct devtcp_pending *p = *pp;
+		int rc = read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
+
+		if (rc == 0) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (rc < 0 || hello_done(m, p) < 0)
+			close(p->fd);
+		free(p);
+	}
+}
+
+int devtcp_progress_module(struct devtcp_module *m)
+{
+	struct mca_btl_base_endpoint_t *ep;
+	int events = 0;
+
+	accept_all(m, m->ctrl_listen);
+	accept_all(m, m->data_listen);
+	if (m->pending)
+		pending_progress(m);
+	for (ep = m->endpoints; ep; ep = ep->next) {
+		if (ep->sendq)
+			events += send_progress(m, ep);
+		if (ep->rx_ctrl_fd >= 0)
+			events += recv_progress(m, ep);
+	}
+	return events;
+}

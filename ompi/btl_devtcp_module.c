@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The module: peers coming and going, and descriptors (alloc, prepare_src,
+ * send, free) as ob1 uses them.
+ */
+#include "btl_devtcp.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/util/output.h"
+
+static int devtcp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+			    struct mca_btl_base_endpoint_t **eps, opal_bitmap_t *reachable)
+{
+	struct devtcp_module *m = (struct devtcp_module *)btl;
+	opal_proc_t *self = opal_proc_local_get();
+	size_t i;
+
+	for (i = 0; i < nprocs; i++) {
+		struct mca_btl_base_endpoint_t *ep;
+
+		if (procs[i] == self) /* btl/self's */
+			continue;
+		ep = devtcp_endpoint_find(m, &procs[i]->proc_name);
+		if (!ep)
+			ep = devtcp_endpoint_new(m, procs[i]);
+		if (!ep)
+			return OPAL_ERR_OUT_OF_RESOURCE;
+		if (!ep->have_addr)
+			continue; /* it published no devtcp address */
+		eps[i] = ep;
+		if (reachable)
+			opal_bitmap_set_bit(reachable, (int)i);
+	}
+	return OPAL_SUCCESS;
+}
+
+static int devtcp_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+			    struct mca_btl_base_endpoint_t **eps)
+{
+	(void)btl;
+	(void)procs;
+	/* Endpoints live until finalize: a peer may still be sending to us. */
+	for (size_t i = 0; i < nprocs; i++)
+		if (eps[i])
+			devtcp_endpoint_bye(eps[i]);
+	return OPAL_SUCCESS;
+}
+
+static int devtcp_finalize(mca_btl_base_module_t *btl)
+{
+	struct devtcp_module *m = (struct devtcp_module *)btl;
+
+	while (m->endpoints)
+		devtcp_endpoint_free(m, m->endpoints);
+	while (m->pending) {
+		struct devtcp_pending *p = m->pending;
+
+		m->pending = p->next;
+		close(p->fd);
+		free(p);
+	}
+	close(m->ctrl_listen);
+	close(m->data_listen);
+	free(m->pfd);
+	if (mca_btl_devtcp_component.module == m)
+		mca_btl_devtcp_component.module = NULL;
+	free(m);
+	return OPAL_SUCCESS;
+}
+
+static int devtcp_register_error(mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cb)
+{
+	((struct devtcp_module *)btl)->error_cb = cb;
+	return OPAL_SUCCESS;
+}
+
+static struct devtcp_frag *frag_new(struct mca_btl_base_endpoint_t *ep, size_t cap,
+				    uint8_t order, uint32_t flags)
+{
+	struct devtcp_frag *f = malloc(sizeof(*f) + cap);
+
+	if (!f)
+		return NULL;
+	memset(f, 0, sizeof(*f));
+	OBJ_CONSTRUCT(&f->base, mca_btl_base_descriptor_t);
+	f->base.des_segments = f->segs;
+	f->base.des_segment_count = 1;
+	f->base.des_flags = flags;
+	f->base.order = order;
+	f->ep = ep;
+	f->cap = cap;
+	f->segs[0].seg_addr.pval = f->buf;
+	return f;
+}
+
+static mca_btl_base_descriptor_t *devtcp_alloc(mca_btl_base_module_t *btl,
+					       struct mca_btl_base_endpoint_t *ep,
+					       uint8_t order, size_t size, uint32_t flags)
+{
+	struct devtcp_frag *f;
+
+	if (size > btl->btl_max_send_size)
+		return NULL;
+	f = frag_new(ep, size, order, flags);
+	if (!f)
+		return NULL;
+	f->segs[0].seg_len = size;
+	return &f->base;
+}
+
+static int devtcp_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+	(void)btl;
+	OBJ_DESTRUCT(des);
+	free(des);
+	return OPAL_SUCCESS;
+}
+
+/* reserve bytes for the PML's header, then up to *size bytes of payload:
+ * in place when the data is contiguous, else packed behind the header. */
+static mca_btl_base_descriptor_t *devtcp_prepare_src(mca_btl_base_module_t *btl,
+						     struct mca_btl_base_endpoint_t *ep,
+						     struct opal_convertor_t *conv, uint8_t order,
+						     size_t reserve, size_t *size, uint32_t flags)
+{
+	struct iovec iov;
+	uint32_t count = 1;
+	size_t max = *size;
+	struct devtcp_frag *f;
+	bool inplace = !opal_convertor_need_buffers(conv);
+
+	if (reserve >= btl->btl_max_send_size)
+		return NULL;
+	if (max > btl->btl_max_send_size - reserve)
+		max = btl->btl_max_send_size - reserve;
+	f = frag_new(ep, inplace ? reserve : reserve + max, order, flags);
+	if (!f)
+		return NULL;
+	iov.iov_len = max;
+	iov.iov_base = inplace ? NULL : f->buf + reserve;
+	if (opal_convertor_pack(conv, &iov, &count, &max) < 0) {
+		devtcp_free(btl, &f->base);
+		return NULL;
+	}
+	f->reserve = reserve;
+	if (inplace) {
+		f->segs[0].seg_len = reserve;
+		f->segs[1].seg_addr.pval = iov.iov_base;
+		f->segs[1].seg_len = max;
+		f->base.des_segment_count = 2;
+	} else {
+		f->segs[0].seg_len = reserve + max;
+	}
+	*size = max;
+	return &f->base;
+}
+
+static int devtcp_send(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		       mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+	struct devtcp_frag *f = (struct devtcp_frag *)des;
+
+	f->frame.tag = tag;
+	f->ep = ep;
+	return devtcp_endpoint_send((struct devtcp_module *)btl, ep, f);
+}
+
+static void devtcp_dump(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+			int verbose)
+{
+	(void)btl;
+	(void)verbose;
+	if (ep)
+		opal_output(0, "btl:devtcp: peer %u.%u: ctrl fd %d, rx ctrl fd %d, state %d%s",
+			    ep->name.jobid, ep->name.vpid, ep->ctrl_fd, ep->rx_ctrl_fd, ep->rx_state,
+			    ep->failed ? ", failed" : "");
+}
+
+struct devtcp_module devtcp_module_template = {
+	.super = {
+		.btl_component = &mca_btl_devtcp_component.super,
+		.btl_add_procs = devtcp_add_procs,
+		.btl_del_procs = devtcp_del_procs,
+		.btl_finalize = devtcp_finalize,
+		.btl_alloc = devtcp_alloc,
+		.btl_free = devtcp_free,
+		.btl_prepare_src = devtcp_prepare_src,
+		.btl_send = devtcp_send,
+		.btl_dump = devtcp_dump,
+		.btl_register_error = devtcp_register_error,
+	},
+};
+
+int devtcp_module_open(struct devtcp_module *m)
+{
+	m->endpoints = NULL;
+	m->pending = NULL;
+	m->pfd = NULL;
+	m->pfd_cap = 0;
+	return OPAL_SUCCESS;
+}

@@ -1,0 +1,68 @@
+#!/bin/bash
+# btl/devtcp under the real mpirun on this host (loopback): ompi_info lists
+# the component and its parameters; the MPI correctness program passes with
+# only devtcp and self selected (so every message between ranks crossed
+# devtcp), with 2 and 4 ranks and 1 and 3 data links, and with btl/tcp as
+# the control; a bad btl_devtcp_if_include ends MPI_Init with a message
+# naming the parameter.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
+make -s -C ompi > /dev/null || { echo "FAIL: ompi/ does not build"; exit 1; }
+make -s -C selftests/ompi > /dev/null || { echo "FAIL: selftests/ompi does not build"; exit 1; }
+pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+export OMPI_MCA_mca_component_path=$PWD/ompi:$pkglib
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+info=$(ompi_info --param btl devtcp --level 9 2>&1)
+if grep -q "MCA btl: devtcp" <<< "$info" &&
+   [ "$(grep -c 'parameter "btl_devtcp_' <<< "$info")" -ge 6 ]; then
+	ok "ompi_info lists btl/devtcp and its parameters"
+else
+	bad "ompi_info does not list btl/devtcp:"; sed 's/^/  /' <<< "$info" | head
+fi
+for p in if_include data_links data_min ctrl_port data_port verbose; do
+	grep -A1 "\"btl_devtcp_$p\"" <<< "$info" | tail -1 | grep -q '[a-z]' ||
+		bad "btl_devtcp_$p has no help text"
+done
+
+# run NAME NP BTL [MCA ARGS...]: mpi_check must say ok on rank 0.
+run() {
+	local what=$1 np=$2 btl=$3 out rc
+	shift 3
+	out=$(timeout 300 mpirun "${root[@]}" --oversubscribe -np "$np" --mca pml ob1 \
+		--mca btl "$btl" "$@" selftests/ompi/mpi_check 2>&1)
+	rc=$?
+	if [ $rc = 0 ] && grep -q "^ok: .* 0 failures in all, $np ranks" <<< "$out"; then
+		ok "$what: $(grep '^ok:' <<< "$out")"
+	else
+		bad "$what (exit $rc):"; sed 's/^/  /' <<< "$out" | tail -15
+	fi
+}
+run "2 ranks, btl devtcp,self" 2 devtcp,self
+run "4 ranks, btl devtcp,self, 3 data links" 4 devtcp,self --mca btl_devtcp_data_links 3
+run "4 ranks, btl devtcp,self, every payload on the control connection" 4 devtcp,self \
+	--mca btl_devtcp_data_min 1000000000
+run "4 ranks, btl tcp,self (the control)" 4 tcp,self
+
+out=$(timeout 120 mpirun "${root[@]}" -np 2 --mca pml ob1 --mca btl devtcp,self \
+	--mca btl_devtcp_if_include nosuchif0 selftests/ompi/mpi_check 2>&1)
+rc=$?
+if [ $rc != 0 ] && grep -q "no IPv4 interface named nosuchif0 is up (MCA parameter btl_devtcp_if_include)" <<< "$out"; then
+	ok "a bad btl_devtcp_if_include fails the job (exit $rc) naming the parameter"
+else
+	bad "a bad btl_devtcp_if_include (exit $rc):"; sed 's/^/  /' <<< "$out" | tail -8
+fi
+out=$(timeout 120 mpirun "${root[@]}" -np 2 --mca pml ob1 --mca btl devtcp,self \
+	--mca btl_devtcp_data_links 9 selftests/ompi/mpi_check 2>&1)
+rc=$?
+if [ $rc != 0 ] && grep -q "btl_devtcp_data_links is 9; it must be 1-8" <<< "$out"; then
+	ok "btl_devtcp_data_links 9 fails the job (exit $rc) naming the parameter"
+else
+	bad "btl_devtcp_data_links 9 (exit $rc):"; sed 's/^/  /' <<< "$out" | tail -8
+fi
+[ $fails = 0 ]
