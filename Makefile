@@ -38,6 +38,8 @@ userspace: provision
 	@$(MAKE) -s -C selftests/coll
 	@$(MAKE) -s -C ompi
 	@$(MAKE) -s -C selftests/ompi
+	@selftests/vm/in-root make -s -C /devtcp/ompi O=/devtcp/build/ompi-vm OMPI_SRC=/usr/src/ompi-src
+	@selftests/vm/in-root make -s -C /devtcp/selftests/ompi O=/devtcp/build/ompi-vm
 
 check: all
 	@selftests/check

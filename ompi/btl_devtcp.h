@@ -126,6 +126,7 @@ struct devtcp_module {
 	struct mca_btl_base_endpoint_t *endpoints;
 	struct devtcp_pending *pending;
 	struct pollfd *pfd;
+	struct mca_btl_base_endpoint_t **pep;
 	size_t pfd_cap;
 };
 
@@ -141,7 +142,8 @@ struct devtcp_component {
 	struct devtcp_module *module;
 };
 
-OPAL_MODULE_DECLSPEC extern struct devtcp_component mca_btl_devtcp_component;
+/* The one symbol Open MPI looks up in the DSO. */
+__attribute__((visibility("default"))) extern struct devtcp_component mca_btl_devtcp_component;
 extern struct devtcp_module devtcp_module_template;
 
 #define devtcp_verbose(level, ...) \

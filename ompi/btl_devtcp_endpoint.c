@@ -528,20 +528,76 @@ static void pending_progress(struct devtcp_module *m)
 	}
 }
 
+/* One poll over every socket that can have something for us: the
+ * listeners, connections still saying hello, and each peer's control
+ * connection (or the data link its current message waits on). m->pep[i]
+ * is the peer of m->pfd[i]. */
+static size_t poll_set(struct devtcp_module *m)
+{
+	struct mca_btl_base_endpoint_t *ep;
+	struct devtcp_pending *p;
+	size_t n = 2, want = 2;
+
+	for (p = m->pending; p; p = p->next)
+		want++;
+	for (ep = m->endpoints; ep; ep = ep->next)
+		want++;
+	if (want > m->pfd_cap) {
+		struct pollfd *pfd = realloc(m->pfd, want * 2 * sizeof(*pfd));
+		struct mca_btl_base_endpoint_t **pep;
+
+		if (!pfd)
+			return 0;
+		m->pfd = pfd;
+		pep = realloc(m->pep, want * 2 * sizeof(*pep));
+		if (!pep)
+			return 0;
+		m->pep = pep;
+		m->pfd_cap = want * 2;
+	}
+	m->pfd[0] = (struct pollfd){ .fd = m->ctrl_listen, .events = POLLIN };
+	m->pfd[1] = (struct pollfd){ .fd = m->data_listen, .events = POLLIN };
+	m->pep[0] = m->pep[1] = NULL;
+	for (p = m->pending; p; p = p->next) {
+		m->pep[n] = NULL;
+		m->pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
+	}
+	for (ep = m->endpoints; ep; ep = ep->next) {
+		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->rx_frame.link] : ep->rx_ctrl_fd;
+
+		if (fd < 0 || ep->failed)
+			continue;
+		m->pep[n] = ep;
+		m->pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	return n;
+}
+
 int devtcp_progress_module(struct devtcp_module *m)
 {
 	struct mca_btl_base_endpoint_t *ep;
+	bool hello = false;
+	size_t n, i;
 	int events = 0;
 
-	accept_all(m, m->ctrl_listen);
-	accept_all(m, m->data_listen);
-	if (m->pending)
-		pending_progress(m);
-	for (ep = m->endpoints; ep; ep = ep->next) {
+	for (ep = m->endpoints; ep; ep = ep->next)
 		if (ep->sendq)
 			events += send_progress(m, ep);
-		if (ep->rx_ctrl_fd >= 0)
-			events += recv_progress(m, ep);
-	}
+	n = poll_set(m);
+	if (!n || poll(m->pfd, n, 0) <= 0)
+		return events;
+	for (i = 2; i < n; i++)
+		if (m->pfd[i].revents && !m->pep[i])
+			hello = true;
+	if (m->pfd[0].revents)
+		accept_all(m, m->ctrl_listen);
+	if (m->pfd[1].revents)
+		accept_all(m, m->data_listen);
+	if (hello)
+		pending_progress(m);
+	/* Endpoints are freed only at finalize, so m->pep stays valid. */
+	for (i = 2; i < n; i++)
+		if (m->pfd[i].revents && m->pep[i])
+			events += recv_progress(m, m->pep[i]);
 	return events;
 }

@@ -67,6 +67,7 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	close(m->ctrl_listen);
 	close(m->data_listen);
 	free(m->pfd);
+	free(m->pep);
 	if (mca_btl_devtcp_component.module == m)
 		mca_btl_devtcp_component.module = NULL;
 	free(m);
@@ -201,6 +202,7 @@ int devtcp_module_open(struct devtcp_module *m)
 	m->endpoints = NULL;
 	m->pending = NULL;
 	m->pfd = NULL;
+	m->pep = NULL;
 	m->pfd_cap = 0;
 	return OPAL_SUCCESS;
 }
