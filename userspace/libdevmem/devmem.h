@@ -391,6 +391,16 @@ int devmem_rx_limit_window(int sock, size_t buf_bytes);
 ssize_t devmem_rx_recv_exact(struct devmem_rx *rx, size_t len, struct devmem_frag *frags,
 			     unsigned int max, unsigned int *nfrags, void *linear,
 			     size_t linear_cap);
+/*
+ * devmem_rx_recv_exact() that also stops when the socket has nothing more
+ * with MSG_DONTWAIT in @flags: the bytes received (at most @len, at least
+ * 1), -EAGAIN when none were there, 0 at end of stream, -EPIPE when it ends
+ * within @len. For callers that must not block: call again with what is
+ * left of the message.
+ */
+ssize_t devmem_rx_recv_upto(struct devmem_rx *rx, size_t len, int flags,
+			    struct devmem_frag *frags, unsigned int max, unsigned int *nfrags,
+			    void *linear, size_t linear_cap);
 
 /* ---------------------------------------------------------------------- tx */
 

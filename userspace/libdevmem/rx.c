@@ -264,9 +264,11 @@ DEVMEM_EXPORT uint64_t devmem_rx_held(const struct devmem_rx *rx)
 	return rx->held;
 }
 
-DEVMEM_EXPORT ssize_t devmem_rx_recv_exact(struct devmem_rx *rx, size_t len,
-					   struct devmem_frag *frags, unsigned int max,
-					   unsigned int *nfrags, void *linear, size_t linear_cap)
+/* recv_exact and recv_upto: receives until @len bytes, @max fragments or
+ * @linear_cap linear bytes; with MSG_DONTWAIT in @flags also until the
+ * socket has nothing more (-EAGAIN when nothing came at all). */
+static ssize_t rx_recv_len(struct devmem_rx *rx, size_t len, int flags, struct devmem_frag *frags,
+			   unsigned int max, unsigned int *nfrags, void *linear, size_t linear_cap)
 {
 	size_t got = 0, linear_used = 0;
 	unsigned int nf = 0;
@@ -284,13 +286,13 @@ DEVMEM_EXPORT ssize_t devmem_rx_recv_exact(struct devmem_rx *rx, size_t len,
 		if (want > linear_cap - linear_used)
 			want = linear_cap - linear_used;
 		rx->data_at = (uint8_t *)linear + linear_used;
-		n = rx_recvmsg(rx, rx->data_at, want, room * CMSG_DEVMEM_SPACE, 0);
+		n = rx_recvmsg(rx, rx->data_at, want, room * CMSG_DEVMEM_SPACE, flags);
 		if (n < 0)
 			return nf ? (ssize_t)got : n;	/* the error comes again next call */
 		if (!n) {
 			if (!got)
 				return 0;
-			return devmem_fail(-EPIPE, "devmem_rx_recv_exact: stream ended after %zu "
+			return devmem_fail(-EPIPE, "devmem_rx_recv: stream ended after %zu "
 					   "of %zu bytes", got, len);
 		}
 		while ((ret = devmem_rx_next(rx, &f)) == 1)
@@ -302,4 +304,18 @@ DEVMEM_EXPORT ssize_t devmem_rx_recv_exact(struct devmem_rx *rx, size_t len,
 		*nfrags = nf;
 	}
 	return got;
+}
+
+DEVMEM_EXPORT ssize_t devmem_rx_recv_exact(struct devmem_rx *rx, size_t len,
+					   struct devmem_frag *frags, unsigned int max,
+					   unsigned int *nfrags, void *linear, size_t linear_cap)
+{
+	return rx_recv_len(rx, len, 0, frags, max, nfrags, linear, linear_cap);
+}
+
+DEVMEM_EXPORT ssize_t devmem_rx_recv_upto(struct devmem_rx *rx, size_t len, int flags,
+					  struct devmem_frag *frags, unsigned int max,
+					  unsigned int *nfrags, void *linear, size_t linear_cap)
+{
+	return rx_recv_len(rx, len, flags, frags, max, nfrags, linear, linear_cap);
 }

@@ -242,6 +242,49 @@ static void window_limit(void)
 	close(cli);
 }
 
+/* recv_upto with MSG_DONTWAIT on a plain TCP pair (all bytes linear): what
+ * is there, -EAGAIN when nothing is, never beyond @len, -EPIPE when the
+ * stream ends within @len, then EOF. */
+static void recv_upto(void)
+{
+	struct devmem_frag frags[16];
+	unsigned char buf[256], want[300];
+	unsigned int nf;
+	struct devmem_rx *rx;
+	int cli, srv;
+	ssize_t n;
+
+	for (int i = 0; i < (int)sizeof(want); i++)
+		want[i] = (unsigned char)(i * 7 + 1);
+	if (tcp_pair(&cli, &srv)) {
+		CHECK(0, "loopback TCP pair: %s", strerror(errno));
+		return;
+	}
+	CHECK(devmem_rx_open(&rx, srv, 4096) == 0, "open");
+	n = devmem_rx_recv_upto(rx, 200, MSG_DONTWAIT, frags, 16, &nf, buf, sizeof(buf));
+	CHECK(n == -EAGAIN && nf == 0, "nothing sent yet: %zd, %u fragments", n, nf);
+	CHECK(write(cli, want, 120) == 120, "send 120");
+	usleep(100000);
+	n = devmem_rx_recv_upto(rx, 200, MSG_DONTWAIT, frags, 16, &nf, buf, sizeof(buf));
+	CHECK(n == 120 && nf >= 1 && frags[0].offset == 0 && !memcmp(buf, want, 120),
+	      "120 of 200 there: %zd bytes, %u fragments", n, nf);
+	CHECK(write(cli, want + 120, 180) == 180, "send 180 more");
+	usleep(100000);
+	n = devmem_rx_recv_upto(rx, 80, MSG_DONTWAIT, frags, 16, &nf, buf, sizeof(buf));
+	CHECK(n == 80 && !memcmp(buf, want + 120, 80), "the rest of the 200: %zd", n);
+	n = devmem_rx_recv_upto(rx, 50, MSG_DONTWAIT, frags, 16, &nf, buf, sizeof(buf));
+	CHECK(n == 50 && !memcmp(buf, want + 200, 50), "never beyond len: %zd", n);
+	close(cli);
+	usleep(100000);
+	n = devmem_rx_recv_upto(rx, 100, MSG_DONTWAIT, frags, 16, &nf, buf, sizeof(buf));
+	CHECK(n == -EPIPE && nf >= 1 && !memcmp(buf, want + 250, 50),
+	      "the stream ends 50 bytes into 100: %zd, %u fragments kept", n, nf);
+	n = devmem_rx_recv_upto(rx, 100, MSG_DONTWAIT, frags, 16, &nf, buf, sizeof(buf));
+	CHECK(n == 0, "then end of stream: %zd", n);
+	devmem_rx_close(rx);
+	close(srv);
+}
+
 int main(void)
 {
 	mixed_fragments();
@@ -250,5 +293,6 @@ int main(void)
 	token_batches();
 	open_checks();
 	window_limit();
+	recv_upto();
 	return check_done("t_rx");
 }
