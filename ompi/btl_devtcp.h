@@ -30,6 +30,9 @@
 
 #define DEVTCP_MAX_LINKS 8
 
+struct devmem_rx;
+struct devmem_frag;
+
 /* The first bytes on every connection: who opens it and what it carries. */
 #define DEVTCP_HELLO_MAGIC 0x64747062u	/* "dtpb" */
 #define DEVTCP_WIRE_VERSION 1
@@ -98,6 +101,12 @@ struct mca_btl_base_endpoint_t {
 	/* receive half */
 	int rx_ctrl_fd;
 	int rx_data_fd[DEVTCP_MAX_LINKS];
+	struct devmem_rx *rx_devmem[DEVTCP_MAX_LINKS];	/* NULL: plain link */
+	struct devmem_frag *rx_frags;	/* the current message's, devmem links */
+	unsigned int rx_nfrags, rx_frags_cap;
+	size_t rx_linear;		/* bytes of it copied into rx_data */
+	unsigned char *rx_bounce;	/* a payload in too many pieces, gathered */
+	size_t rx_bounce_cap;
 	enum devtcp_rx_state rx_state;
 	struct devtcp_frame rx_frame;
 	size_t rx_done;
@@ -113,6 +122,7 @@ struct mca_btl_base_endpoint_t {
 struct devtcp_pending {
 	struct devtcp_pending *next;
 	int fd;
+	struct devmem_rx *rx;	/* a devmem data link's */
 	size_t got;
 	struct devtcp_hello hello;
 };
@@ -125,6 +135,10 @@ struct devtcp_module {
 	int ctrl_listen, data_listen;
 	struct mca_btl_base_endpoint_t *endpoints;
 	struct devtcp_pending *pending;
+	struct devtcp_devmem *devmem;	/* NULL: plain receive */
+	uint64_t bytes_inplace;		/* payload read in the dma-buf by the PML */
+	uint64_t bytes_bounced;		/* copied: too many pieces for one message */
+	uint64_t bytes_linear;		/* arrived in host memory */
 	struct pollfd *pfd;
 	struct mca_btl_base_endpoint_t **pep;
 	size_t pfd_cap;
@@ -138,6 +152,10 @@ struct devtcp_component {
 	int data_min;
 	int ctrl_port, data_port;
 	int verbose;
+	char *devmem_mode;
+	size_t devmem_size;
+	int devmem_queue;
+	char *rdpm_socket;
 	int output;
 	struct devtcp_module *module;
 };
@@ -151,6 +169,17 @@ extern struct devtcp_module devtcp_module_template;
 
 /* btl_devtcp_module.c */
 int devtcp_module_open(struct devtcp_module *m);
+
+/* btl_devtcp_devmem.c */
+int devtcp_devmem_open(struct devtcp_module *m);
+void devtcp_devmem_close(struct devtcp_module *m);
+int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx);
+int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf, size_t want,
+		       size_t *done);
+int devtcp_devmem_link(struct devtcp_module *m, int fd);
+const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset);
+int devtcp_devmem_events(struct devtcp_module *m);
+int devtcp_devmem_fd(struct devtcp_module *m);
 
 /* btl_devtcp_endpoint.c */
 struct mca_btl_base_endpoint_t *devtcp_endpoint_new(struct devtcp_module *m, opal_proc_t *proc);

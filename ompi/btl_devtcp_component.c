@@ -75,6 +75,27 @@ static int devtcp_register(void)
 		"TCP port of the data listener (0: any free port). A devmem receiver steers "
 		"this port to its dma-buf queue", &c->data_port);
 	reg_int("verbose", "Verbosity of btl/devtcp's messages (0-100)", &c->verbose);
+	c->devmem_mode = "auto";
+	mca_base_component_var_register(&c->super.btl_version, "devmem",
+		"Receive payloads into a dma-buf with devmem TCP: auto (through rdpmd when one "
+		"listens, else directly where `devmem nic setup` reserved queues of the interface; "
+		"otherwise plain), on (the same, and MPI_Init fails when it cannot), off",
+		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1,
+		MCA_BASE_VAR_SCOPE_READONLY, &c->devmem_mode);
+	c->devmem_size = 64 << 20;
+	mca_base_component_var_register(&c->super.btl_version, "devmem_size",
+		"Bytes of the dma-buf (udmabuf) each rank receives into",
+		MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_4,
+		MCA_BASE_VAR_SCOPE_READONLY, &c->devmem_size);
+	c->devmem_queue = -1;
+	reg_int("devmem_queue",
+		"The RX queue to bind on the direct path (-1: the last one `devmem nic setup` "
+		"reserved); rdpmd picks its own", &c->devmem_queue);
+	c->rdpm_socket = getenv("RDPM_SOCKET");
+	mca_base_component_var_register(&c->super.btl_version, "rdpm_socket",
+		"rdpmd's socket (default: $RDPM_SOCKET, else /run/rdpm/rdpm.sock)",
+		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+		MCA_BASE_VAR_SCOPE_READONLY, &c->rdpm_socket);
 
 	b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 100;
 	b->btl_eager_limit = 64 * 1024;
@@ -204,7 +225,7 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	m->data_listen = listen_on(m, c->data_port, &m->addr.data_port, "btl_devtcp_data_port");
 	if (m->ctrl_listen < 0 || m->data_listen < 0)
 		goto fail;
-	if (devtcp_module_open(m) != OPAL_SUCCESS)
+	if (devtcp_module_open(m) != OPAL_SUCCESS || devtcp_devmem_open(m) != OPAL_SUCCESS)
 		goto fail;
 	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, &m->addr,
 			sizeof(m->addr));
@@ -218,6 +239,7 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	*num_btls = 1;
 	return btls;
 fail:
+	devtcp_devmem_close(m);
 	if (m->ctrl_listen >= 0)
 		close(m->ctrl_listen);
 	if (m->data_listen >= 0)

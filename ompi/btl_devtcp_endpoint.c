@@ -16,6 +16,8 @@
 
 #include "opal/util/output.h"
 
+#include "devmem.h"
+
 /* A message's header part is at most this much bigger than the largest send. */
 #define DEVTCP_CTRL_SLACK 4096
 /* Messages taken from one peer in one progress call, so no peer starves. */
@@ -84,9 +86,13 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 	close_fd(&ep->ctrl_fd);
 	close_fd(&ep->rx_ctrl_fd);
 	for (i = 0; i < DEVTCP_MAX_LINKS; i++) {
+		if (ep->rx_devmem[i])
+			devmem_rx_close(ep->rx_devmem[i]);
 		close_fd(&ep->data_fd[i]);
 		close_fd(&ep->rx_data_fd[i]);
 	}
+	free(ep->rx_frags);
+	free(ep->rx_bounce);
 	while (ep->sendq) {
 		struct devtcp_frag *f = ep->sendq;
 
@@ -114,6 +120,17 @@ static void fail_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 	opal_output(0, "%s", info);
 	if (m->error_cb)
 		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, info);
+}
+
+/* Something every peer depends on broke: the job cannot go on. */
+static void fail_all(struct devtcp_module *m, const char *what)
+{
+	struct mca_btl_base_endpoint_t *ep;
+
+	for (ep = m->endpoints; ep; ep = ep->next)
+		fail_peer(m, ep, what, 0);
+	if (!m->endpoints && m->error_cb)
+		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, (char *)what);
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -383,6 +400,112 @@ static int grow(unsigned char **buf, size_t *cap, size_t want)
 	return 0;
 }
 
+/* A message's payload from a devmem link, as fragments: dma-buf pieces as
+ * they landed, linear pieces copied into rx_data. 1 when all data_len bytes
+ * are in, 0 later, -1 on error (errno; 0 for EOF). */
+static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx, size_t len)
+{
+	while (ep->rx_done < len) {
+		unsigned int got = 0;
+		ssize_t n;
+
+		if (ep->rx_nfrags == ep->rx_frags_cap) {
+			unsigned int cap = ep->rx_frags_cap ? 2 * ep->rx_frags_cap : 256;
+			struct devmem_frag *f = realloc(ep->rx_frags, cap * sizeof(*f));
+
+			if (!f) {
+				errno = ENOMEM;
+				return -1;
+			}
+			ep->rx_frags = f;
+			ep->rx_frags_cap = cap;
+		}
+		n = devmem_rx_recv_upto(rx, len - ep->rx_done, MSG_DONTWAIT,
+					ep->rx_frags + ep->rx_nfrags,
+					ep->rx_frags_cap - ep->rx_nfrags, &got,
+					ep->rx_data + ep->rx_linear, len - ep->rx_linear);
+		for (unsigned int i = 0; i < got; i++)
+			if (!ep->rx_frags[ep->rx_nfrags + i].dmabuf_id)
+				ep->rx_linear += ep->rx_frags[ep->rx_nfrags + i].len;
+		ep->rx_nfrags += got;
+		if (n == -EAGAIN)
+			return 0;
+		if (n <= 0) {
+			errno = n ? -n : 0;
+			return -1;
+		}
+		ep->rx_done += n;
+	}
+	return 1;
+}
+
+/* Where a fragment's bytes are in our address space. */
+static const void *frag_addr(struct devtcp_module *m, const struct devmem_frag *f)
+{
+	return f->dmabuf_id ? devtcp_devmem_at(m, f->offset) : f->linear;
+}
+
+/*
+ * Hands a devmem message to the PML: its header, then the payload's pieces
+ * in place (adjacent ones merged). A descriptor holds MCA_BTL_DES_MAX_SEGMENTS
+ * segments: a payload in more pieces is copied into rx_data first. Then the
+ * pieces go back to the kernel.
+ */
+static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			   struct devmem_rx *rx)
+{
+	mca_btl_base_segment_t segs[MCA_BTL_DES_MAX_SEGMENTS];
+	struct devtcp_frame *fr = &ep->rx_frame;
+	size_t n = 1, i, dma = 0;
+
+	segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len };
+	for (i = 0; i < ep->rx_nfrags && n <= MCA_BTL_DES_MAX_SEGMENTS; i++) {
+		const char *p = frag_addr(m, &ep->rx_frags[i]);
+		mca_btl_base_segment_t *last = &segs[n - 1];
+
+		if (ep->rx_frags[i].dmabuf_id)
+			dma += ep->rx_frags[i].len;
+		if (n > 1 && (const char *)last->seg_addr.pval + last->seg_len == p) {
+			last->seg_len += ep->rx_frags[i].len;
+			continue;
+		}
+		if (n == MCA_BTL_DES_MAX_SEGMENTS) {
+			n++;
+			break;
+		}
+		segs[n++] = (mca_btl_base_segment_t){ .seg_addr.pval = (void *)p,
+						      .seg_len = ep->rx_frags[i].len };
+	}
+	if (n > MCA_BTL_DES_MAX_SEGMENTS) {
+		/* too many pieces: one copy, in order (linear pieces already
+		 * sit in rx_data, so gather into a second buffer) */
+		size_t at = 0;
+
+		if (grow(&ep->rx_bounce, &ep->rx_bounce_cap, fr->data_len) < 0) {
+			fail_peer(m, ep, "out of memory", ENOMEM);
+			return;
+		}
+		dma = 0;
+		for (i = 0; i < ep->rx_nfrags; i++) {
+			memcpy(ep->rx_bounce + at, frag_addr(m, &ep->rx_frags[i]), ep->rx_frags[i].len);
+			at += ep->rx_frags[i].len;
+			if (ep->rx_frags[i].dmabuf_id)
+				m->bytes_bounced += ep->rx_frags[i].len;
+		}
+		segs[1] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->rx_bounce, .seg_len = at };
+		n = 2;
+	}
+	m->bytes_inplace += dma;
+	m->bytes_linear += ep->rx_linear;
+	devtcp_deliver(&m->super, ep, fr->tag, segs, n);
+	for (i = 0; i < ep->rx_nfrags; i++)
+		devmem_rx_release(rx, &ep->rx_frags[i]);
+	if (devmem_rx_flush(rx) < 0)
+		fail_peer(m, ep, "cannot hand the dma-buf's buffers back", EIO);
+	ep->rx_nfrags = 0;
+	ep->rx_linear = 0;
+}
+
 /* Takes whole messages from the peer's connections to us and hands them to
  * the PML; returns how many. */
 static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
@@ -430,12 +553,21 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 		case RX_DATA:
 			if (ep->rx_data_fd[fr->link] < 0)
 				return delivered; /* its connection is still being accepted */
-			rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
-				       &ep->rx_done);
+			if (ep->rx_devmem[fr->link])
+				rc = read_devmem(ep, ep->rx_devmem[fr->link], fr->data_len);
+			else
+				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
+					       &ep->rx_done);
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
 			ep->rx_state = RX_FRAME;
+			if (ep->rx_devmem[fr->link]) {
+				deliver_devmem(m, ep, ep->rx_devmem[fr->link]);
+				delivered++;
+				continue;
+			}
+			m->bytes_linear += fr->data_len;
 			goto deliver;
 		}
 		if (rc < 0)
@@ -465,8 +597,11 @@ static void accept_all(struct devtcp_module *m, int lfd)
 		if (fd < 0)
 			return;
 		p = calloc(1, sizeof(*p));
-		if (!p) {
+		if (!p || (lfd == m->data_listen &&
+			   devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS)) {
+			free(p);
 			close(fd);
+			fail_all(m, "cannot receive a data link with devmem");
 			return;
 		}
 		p->fd = fd;
@@ -505,7 +640,13 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 			    name.jobid, name.vpid, h->kind == DEVTCP_LINK_CTRL ? "control" : "data");
 		return -1;
 	}
+	if (p->rx && devtcp_devmem_link(m, p->fd) != OPAL_SUCCESS)
+		return -1;
 	*slot = p->fd;
+	if (h->kind == DEVTCP_LINK_DATA) {
+		ep->rx_devmem[h->index] = p->rx;
+		p->rx = NULL;
+	}
 	return 0;
 }
 
@@ -515,15 +656,19 @@ static void pending_progress(struct devtcp_module *m)
 
 	while (*pp) {
 		struct devtcp_pending *p = *pp;
-		int rc = read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
+		int rc = p->rx ? devtcp_devmem_read(m, p->rx, &p->hello, sizeof(p->hello), &p->got)
+			       : read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
 
 		if (rc == 0) {
 			pp = &p->next;
 			continue;
 		}
 		*pp = p->next;
-		if (rc < 0 || hello_done(m, p) < 0)
+		if (rc < 0 || hello_done(m, p) < 0) {
+			if (p->rx)
+				devmem_rx_close(p->rx);
 			close(p->fd);
+		}
 		free(p);
 	}
 }
@@ -536,7 +681,7 @@ static size_t poll_set(struct devtcp_module *m)
 {
 	struct mca_btl_base_endpoint_t *ep;
 	struct devtcp_pending *p;
-	size_t n = 2, want = 2;
+	size_t n = 3, want = 3;
 
 	for (p = m->pending; p; p = p->next)
 		want++;
@@ -557,7 +702,8 @@ static size_t poll_set(struct devtcp_module *m)
 	}
 	m->pfd[0] = (struct pollfd){ .fd = m->ctrl_listen, .events = POLLIN };
 	m->pfd[1] = (struct pollfd){ .fd = m->data_listen, .events = POLLIN };
-	m->pep[0] = m->pep[1] = NULL;
+	m->pfd[2] = (struct pollfd){ .fd = devtcp_devmem_fd(m), .events = POLLIN };
+	m->pep[0] = m->pep[1] = m->pep[2] = NULL;
 	for (p = m->pending; p; p = p->next) {
 		m->pep[n] = NULL;
 		m->pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
@@ -586,9 +732,11 @@ int devtcp_progress_module(struct devtcp_module *m)
 	n = poll_set(m);
 	if (!n || poll(m->pfd, n, 0) <= 0)
 		return events;
-	for (i = 2; i < n; i++)
+	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && !m->pep[i])
 			hello = true;
+	if (m->pfd[2].revents && devtcp_devmem_events(m) < 0)
+		fail_all(m, "the dma-buf's binding is gone");
 	if (m->pfd[0].revents)
 		accept_all(m, m->ctrl_listen);
 	if (m->pfd[1].revents)
@@ -596,7 +744,7 @@ int devtcp_progress_module(struct devtcp_module *m)
 	if (hello)
 		pending_progress(m);
 	/* Endpoints are freed only at finalize, so m->pep stays valid. */
-	for (i = 2; i < n; i++)
+	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && m->pep[i])
 			events += recv_progress(m, m->pep[i]);
 	return events;

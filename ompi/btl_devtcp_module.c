@@ -13,6 +13,8 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
+#include "devmem.h"
+
 static int devtcp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
 			    struct mca_btl_base_endpoint_t **eps, opal_bitmap_t *reachable)
 {
@@ -61,9 +63,19 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 		struct devtcp_pending *p = m->pending;
 
 		m->pending = p->next;
+		if (p->rx)
+			devmem_rx_close(p->rx);
 		close(p->fd);
 		free(p);
 	}
+	if (m->devmem)
+		devtcp_verbose(1, "devmem: %llu payload bytes read in place in the dma-buf, %llu "
+			       "copied out of it (more pieces than a descriptor holds), %llu "
+			       "arrived in host memory",
+			       (unsigned long long)m->bytes_inplace,
+			       (unsigned long long)m->bytes_bounced,
+			       (unsigned long long)m->bytes_linear);
+	devtcp_devmem_close(m);
 	close(m->ctrl_listen);
 	close(m->data_listen);
 	free(m->pfd);
@@ -201,6 +213,8 @@ int devtcp_module_open(struct devtcp_module *m)
 {
 	m->endpoints = NULL;
 	m->pending = NULL;
+	m->devmem = NULL;
+	m->bytes_inplace = m->bytes_bounced = m->bytes_linear = 0;
 	m->pfd = NULL;
 	m->pep = NULL;
 	m->pfd_cap = 0;

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The devmem receive path: a dma-buf bound to a queue of the interface, and
+ * the data port steered there, through rdpmd when one listens (unprivileged
+ * ranks) or directly (CAP_NET_ADMIN), all with libdevmem. Payloads of data
+ * links then land in the dma-buf; the PML reads them in place.
+ */
+#include "btl_devtcp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opal/util/output.h"
+
+#include "devmem.h"
+
+struct devtcp_devmem {
+	struct rdpm_client *rdpm;	/* set: rdpmd binds and steers */
+	uint32_t handle;
+	uint32_t flow_id;
+	struct devmem_nic *nic;		/* the direct path's */
+	struct devmem_binding *binding;
+	uint32_t rule;
+	bool have_rule;
+	struct devmem_mem *mem;
+	unsigned char *map;
+	unsigned int queue;
+	int links;			/* devmem data links accepted */
+};
+
+/* The modes of btl_devtcp_devmem. */
+static bool mode_is(const char *want)
+{
+	const char *m = mca_btl_devtcp_component.devmem_mode;
+
+	return m && !strcmp(m, want);
+}
+
+static int devmem_error(const char *what)
+{
+	opal_output(0, "btl:devtcp: devmem: %s: %s (MCA parameter btl_devtcp_devmem is %s%s)", what,
+		    devmem_last_error(), mca_btl_devtcp_component.devmem_mode,
+		    mode_is("on") ? "" : "; off receives without devmem");
+	return OPAL_ERROR;
+}
+
+static bool reserved(struct devmem_nic *nic)
+{
+	struct devmem_reservation r;
+	char path[sizeof(DEVMEM_STATE_DIR) + 64];
+
+	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
+	return !devmem_nic_reservation(path, &r);
+}
+
+/* The last queue `devmem nic setup` reserved, else the NIC's last queue. */
+static int last_reserved_queue(struct devmem_nic *nic, unsigned int *q)
+{
+	struct devmem_reservation r;
+	struct devmem_nic_state st;
+	char path[sizeof(DEVMEM_STATE_DIR) + 64];
+	int ret;
+
+	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
+	if (!devmem_nic_reservation(path, &r)) {
+		*q = r.first + r.count - 1;
+		return 0;
+	}
+	ret = devmem_nic_state(nic, &st);
+	*q = st.rx_queues - 1;
+	return ret;
+}
+
+void devtcp_devmem_close(struct devtcp_module *m)
+{
+	struct devtcp_devmem *d = m->devmem;
+
+	if (!d)
+		return;
+	if (d->map)
+		devmem_cpu_end(d->mem, DEVMEM_CPU_READ);
+	if (d->rdpm) {
+		rdpm_close(d->rdpm);	/* rdpmd drops the binding and the rule */
+	} else {
+		if (d->have_rule)
+			devmem_nic_flow_del(d->nic, d->rule);
+		if (d->binding)
+			devmem_unbind(d->binding);
+		if (d->nic)
+			devmem_nic_close(d->nic, false);
+	}
+	devmem_mem_free(d->mem);
+	free(d);
+	m->devmem = NULL;
+}
+
+/*
+ * Per btl_devtcp_devmem: off, or on/auto with a dma-buf bound and the data
+ * port steered. auto falls back to plain receive (saying why at verbose
+ * level 1); on fails.
+ */
+int devtcp_devmem_open(struct devtcp_module *m)
+{
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+	struct devmem_flow flow = { .family = AF_INET, .dport = ntohs(m->addr.data_port) };
+	struct devtcp_devmem *d;
+	const char *sock = c->rdpm_socket && *c->rdpm_socket ? c->rdpm_socket : NULL;
+	int ret;
+
+	if (mode_is("off"))
+		return OPAL_SUCCESS;
+	if (!mode_is("on") && !mode_is("auto")) {
+		opal_output(0, "btl:devtcp: btl_devtcp_devmem is '%s': want auto, on or off",
+			    c->devmem_mode);
+		return OPAL_ERR_BAD_PARAM;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return OPAL_ERR_OUT_OF_RESOURCE;
+	m->devmem = d;
+	memcpy(flow.dst, &m->addr.ip, 4);
+	ret = devmem_mem_udmabuf(&d->mem, (size_t)c->devmem_size, 0);
+	if (ret)
+		goto fail_msg;
+	ret = rdpm_connect(&d->rdpm, sock);
+	if (!ret && rdpm_in_process(d->rdpm)) {
+		rdpm_close(d->rdpm);	/* no daemon: the direct path below */
+		d->rdpm = NULL;
+	} else if (ret && ret != -ENOENT && ret != -ECONNREFUSED) {
+		goto fail_msg;		/* a daemon is there but does not serve us */
+	} else if (ret) {
+		d->rdpm = NULL;
+	}
+	if (d->rdpm) {
+		struct rdpm_buffer rb;
+
+		ret = rdpm_register_buffer(d->rdpm, m->ifname, d->mem, 0, &rb);
+		if (!ret)
+			ret = rdpm_steer(d->rdpm, rb.handle, &flow, &d->queue, &d->flow_id);
+		if (ret)
+			goto fail_msg;
+		d->handle = rb.handle;
+	} else {
+		struct devmem_flow_target t;
+
+		ret = devmem_nic_open(&d->nic, m->ifname);
+		/* auto binds directly only where `devmem nic setup` reserved
+		 * queues: a NIC nobody prepared is left alone */
+		if (!ret && mode_is("auto") && !reserved(d->nic)) {
+			devtcp_verbose(1, "devmem: no rdpmd at %s and no queues of %s reserved for "
+				       "devmem: receiving without devmem",
+				       sock ? sock : "/run/rdpm/rdpm.sock", m->ifname);
+			goto fail;
+		}
+		if (!ret && c->devmem_queue < 0)
+			ret = last_reserved_queue(d->nic, &d->queue);
+		else
+			d->queue = (unsigned int)c->devmem_queue;
+		if (!ret)
+			ret = devmem_bind_rx(&d->binding, d->nic, d->mem, &d->queue, 1);
+		t = (struct devmem_flow_target){ .queue = d->queue };
+		if (!ret)
+			ret = devmem_nic_flow_add(d->nic, &flow, &t, &d->rule);
+		d->have_rule = !ret;
+		if (ret == -EPERM || ret == -EACCES) {
+			opal_output_verbose(mode_is("on") ? 0 : 1, c->output,
+					    "btl:devtcp: devmem: %s: without CAP_NET_ADMIN the devmem path "
+					    "needs rdpmd, and none listens at %s (MCA parameter "
+					    "btl_devtcp_rdpm_socket)", devmem_last_error(),
+					    sock ? sock : "/run/rdpm/rdpm.sock");
+			goto fail;
+		}
+		if (ret)
+			goto fail_msg;
+	}
+	d->map = devmem_cpu_begin(d->mem, DEVMEM_CPU_READ);
+	if (!d->map) {
+		ret = -EIO;
+		goto fail_msg;
+	}
+	m->addr.devmem = 1;
+	devtcp_verbose(1, "devmem: %zu-byte dma-buf bound to queue %u of %s %s; data port %u "
+		       "steered there", devmem_mem_size(d->mem), d->queue, m->ifname,
+		       d->rdpm ? "by rdpmd" : "directly", ntohs(m->addr.data_port));
+	return OPAL_SUCCESS;
+fail_msg:
+	if (mode_is("on"))
+		devmem_error("cannot set up the dma-buf");
+	else
+		devtcp_verbose(1, "devmem: %s: receiving without devmem", devmem_last_error());
+fail:
+	devtcp_devmem_close(m);
+	return mode_is("on") ? OPAL_ERROR : OPAL_SUCCESS;
+}
+
+/* A peer on this host reaches us over loopback, whose packets carry host
+ * pages that recvmsg(MSG_SOCK_DEVMEM) refuses: its links stay plain. */
+static bool peer_is_local(int fd)
+{
+	struct sockaddr_in p;
+	socklen_t pl = sizeof(p);
+	int s, ok;
+
+	if (getpeername(fd, (struct sockaddr *)&p, &pl) || p.sin_family != AF_INET)
+		return false;
+	p.sin_port = 0;
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return false;
+	ok = !bind(s, (struct sockaddr *)&p, pl);
+	close(s);
+	return ok;
+}
+
+/* A connection accepted on the data port: its bytes, the hello included,
+ * land in the dma-buf unless the peer is local. Sets *rx (NULL: plain). */
+int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx)
+{
+	*rx = NULL;
+	if (!m->devmem || peer_is_local(fd))
+		return OPAL_SUCCESS;
+	if (devmem_rx_open(rx, fd, 1 << 20))
+		return devmem_error("cannot receive on a data link");
+	return OPAL_SUCCESS;
+}
+
+/* Like a plain read of want bytes into buf (a hello), from a devmem link:
+ * copies the pieces out of the dma-buf and hands them back. */
+int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf, size_t want,
+		       size_t *done)
+{
+	while (*done < want) {
+		struct devmem_frag f[16];
+		unsigned char linear[64];
+		unsigned int n = 0, i;
+		ssize_t got;
+
+		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, 16, &n, linear,
+					  sizeof(linear));
+		for (i = 0; i < n; i++) {
+			memcpy((char *)buf + *done, f[i].dmabuf_id ? m->devmem->map + f[i].offset :
+				f[i].linear, f[i].len);
+			*done += f[i].len;
+			devmem_rx_release(rx, &f[i]);
+		}
+		devmem_rx_flush(rx);
+		if (got == -EAGAIN)
+			return 0;
+		if (got <= 0) {
+			errno = got ? -got : 0;
+			return -1;
+		}
+	}
+	return 1;
+}
+
+/* A devmem data link joins a peer: every such link may fill an equal share
+ * of the dma-buf, so that segments queued out of order after a drop cannot
+ * take all of it. */
+int devtcp_devmem_link(struct devtcp_module *m, int fd)
+{
+	struct devtcp_devmem *d = m->devmem;
+	size_t share;
+	int ret;
+
+	d->links++;
+	share = devmem_mem_size(d->mem) / (size_t)d->links;
+	ret = d->rdpm ? rdpm_limit_window(d->rdpm, d->handle, fd, share) :
+			devmem_rx_limit_window(fd, share);
+	if (ret < 0)
+		return devmem_error("cannot limit a data link's window to its share");
+	return OPAL_SUCCESS;
+}
+
+const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset)
+{
+	return m->devmem->map + offset;
+}
+
+int devtcp_devmem_events(struct devtcp_module *m)
+{
+	struct devtcp_devmem *d = m->devmem;
+	struct rdpm_event_info ev;
+	int ret;
+
+	if (!d || !d->rdpm)
+		return 0;
+	ret = rdpm_next_event(d->rdpm, &ev, 0);
+	if (ret <= 0)
+		return ret < 0 && ret != -EAGAIN ? -1 : 0;
+	opal_output(0, "btl:devtcp: devmem: rdpmd took the dma-buf's binding on %s away (event %u: "
+		    "%s): payloads can no longer land in it", ev.ifname, ev.event,
+		    ev.event == RDPM_EVENT_DRAINED ? "drained by an administrator" :
+		    ev.event == RDPM_EVENT_LINK_DOWN ? "link down" :
+		    ev.event == RDPM_EVENT_REMOVED ? "the NIC disappeared" : "configuration");
+	return -1;
+}
+
+int devtcp_devmem_fd(struct devtcp_module *m)
+{
+	return m->devmem && m->devmem->rdpm ? rdpm_fd(m->devmem->rdpm) : -1;
+}
