@@ -22,17 +22,20 @@ MAX=${DEVTCP_MPI_MAX:-16777216}
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 
-# mpi_run NP MAX BTL [MCA ARGS...]: NP ranks, half in each namespace; the
-# output goes to /tmp/mpi.out.
-mpi_run() {
-	local np=$1 max=$2 btl=$3 per=$(($1 / 2))
-	shift 3
+# mpi_run_app NP MAX BTL APP [MCA ARGS...]: NP ranks of APP (words), half
+# in each namespace; the output goes to /tmp/mpi.out.
+mpi_run_app() {
+	local np=$1 max=$2 btl=$3 app=$4 per=$(($1 / 2))
+	shift 4
+	# shellcheck disable=SC2086
 	ip netns exec ns1 unshare --uts sh -c 'hostname 10.99.0.1 && exec "$@"' sh \
 		timeout 900 mpirun --host "10.99.0.1:$per,10.99.0.2:$per" -np "$np" \
 		--prtemca plm_ssh_agent /devtcp/selftests/ompi/netns-rsh \
 		-x OMPI_MCA_mca_base_component_path --mca pml ob1 --mca btl "$btl" "$@" \
-		$VMBUILD/mpi_check "$max" > /tmp/mpi.out 2>&1
+		$app "$max" > /tmp/mpi.out 2>&1
 }
+# mpi_run NP MAX BTL [MCA ARGS...]: the same with the correctness program.
+mpi_run() { local np=$1 max=$2 btl=$3; shift 3; mpi_run_app $np $max $btl $VMBUILD/mpi_check "$@"; }
 rx_bytes() { ethtool -S "$1" 2> /dev/null | awk '/^ *rx[0-9]*_bytes:/ { s += $2 } END { print s + 0 }'; }
 both_rx() { echo $(($(ip netns exec ns1 bash -c "$(declare -f rx_bytes); rx_bytes dta") + \
 		     $(ip netns exec ns2 bash -c "$(declare -f rx_bytes); rx_bytes dtb"))); }
@@ -58,8 +61,9 @@ rc=$?
 check "4 ranks, two per namespace, btl devtcp,self, 2 data links (exit $rc, $SECONDS s)" passed 4 1048576
 passed 4 1048576 || show
 
-# queue_rx NS DEV Q: bytes queue Q of DEV received.
-queue_rx() { ip netns exec "$1" ethtool -S "$2" | awk -v n="rx$3_bytes:" '$1 == n { print $2 }'; }
+# devq_rx NS DEV: bytes DEV's queues 6 and 7 received (where `devmem nic
+# setup --reserve 2` and rdpmd put devmem bindings).
+devq_rx() { ip netns exec "$1" ethtool -S "$2" | awk '$1 == "rx6_bytes:" || $1 == "rx7_bytes:" { s += $2 } END { print s + 0 }'; }
 # landed RANKHOST: the bytes a rank says landed in its dma-buf (read in
 # place plus copied out), from its verbose summary at finalize.
 landed() {
@@ -79,8 +83,8 @@ devmem_checks() {
 	for ns in ns1 ns2; do
 		dev=dta host=10.99.0.1
 		[ $ns = ns2 ] && dev=dtb host=10.99.0.2
-		q1=$(queue_rx $ns $dev 7)
-		check "$1: $dev's devmem queue 7 received the payload ($((q1 - ${q0[$ns]})) bytes)" \
+		q1=$(devq_rx $ns $dev)
+		check "$1: $dev's devmem queues received the payload ($((q1 - ${q0[$ns]})) bytes)" \
 			test $((q1 - ${q0[$ns]})) -ge "$DMAX"
 		check "... the rank on $host read $(landed $host) payload bytes from its dma-buf" \
 			test "$(landed $host)" -ge "$DMAX"
@@ -92,7 +96,7 @@ DMAX=4194304
 devmem=/devtcp/userspace/tools/devmem
 ip netns exec ns1 $devmem nic setup dta --reserve 2 > /dev/null || fail "nic setup dta"
 ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic setup dtb"
-q0[ns1]=$(queue_rx ns1 dta 7) q0[ns2]=$(queue_rx ns2 dtb 7)
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
 mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_devmem auto --mca btl_devtcp_verbose 1
 rc=$?
@@ -104,4 +108,100 @@ check "... each rank bound its dma-buf to queue 7 directly" \
 devmem_checks "devmem, direct"
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
+
+# rdpmd in each namespace (its own socket, state and log) reserves queues
+# 6-7 of its NIC; each rank finds its namespace's daemon in RDPM_SOCKET
+# (selftests/ompi/rdpm-env).
+mkdir -p /tmp/rdpm
+declare -A RDPMD_PID
+start_rdpmd() {
+	local ns=$1 dev=$2 addr=$3
+	cat > /tmp/rdpm/$ns.conf <<CONF
+[global]
+socket = /tmp/rdpm/$addr.sock
+state_dir = /tmp/rdpm/state.$ns
+
+[nic $dev]
+reserve = 2
+users = root
+max_rules = 16
+max_bytes = 256M
+CONF
+	: > /tmp/rdpm/$ns.log
+	ip netns exec $ns /devtcp/rdpm/rdpmd -c /tmp/rdpm/$ns.conf 2>> /tmp/rdpm/$ns.log &
+	RDPMD_PID[$ns]=$!
+	for _ in $(seq 100); do
+		[ -S /tmp/rdpm/$addr.sock ] && grep -q "<6>ready" /tmp/rdpm/$ns.log && return 0
+		kill -0 "${RDPMD_PID[$ns]}" 2> /dev/null || break
+		sleep 0.1
+	done
+	cat /tmp/rdpm/$ns.log
+	return 1
+}
+check "rdpmd starts in ns1 (dta)" start_rdpmd ns1 dta 10.99.0.1
+check "rdpmd starts in ns2 (dtb)" start_rdpmd ns2 dtb 10.99.0.2
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+SECONDS=0
+mpi_run_app 2 $DMAX devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
+	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1
+rc=$?
+check "devmem through rdpmd: every check passes (exit $rc, $SECONDS s)" passed 2 $DMAX
+passed 2 $DMAX || show
+grep -a "devmem:" /tmp/mpi.out
+check "... rdpmd bound each rank's dma-buf" \
+	test "$(grep -c "dma-buf bound to queue [67] of dt[ab] by rdpmd" /tmp/mpi.out)" = 2
+for ns in ns1 ns2; do
+	check "... $ns's rdpmd logged the rank's binding and its release" \
+		bash -c "grep -q 'bound [0-9]* bytes as dmabuf' /tmp/rdpm/$ns.log &&
+			grep -q 'disconnected; 1 binding(s) released' /tmp/rdpm/$ns.log"
+done
+devmem_checks "devmem through rdpmd"
+# A job ended from outside: a rank SIGKILLed, then dtb drained by rdpmctl.
+# mpirun must exit with an error within a minute (no hang), and rdpmd must
+# have released what the job's ranks had bound and steered.
+# rank_on NS: the pid of the rank running in NS.
+rank_on() { for p in $(ip netns pids "$1"); do [ "$(cat /proc/$p/comm 2> /dev/null)" = mpi_check ] && echo $p; done | head -n1; }
+# job_bg: a long job through rdpmd in the background (JOB_PID).
+job_bg() {
+	mpi_run_app 2 67108864 devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
+		--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 &
+	JOB_PID=$!
+	for _ in $(seq 600); do
+		[ "$(grep -c 'by rdpmd; data port' /tmp/mpi.out 2> /dev/null)" = 2 ] && break
+		sleep 0.2
+	done
+	sleep 5	# into the sizes that take the data links
+}
+# job_ends: mpirun exits within 60 s; its status in JOB_RC.
+job_ends() {
+	for _ in $(seq 300); do
+		kill -0 $JOB_PID 2> /dev/null || break
+		sleep 0.2
+	done
+	kill -0 $JOB_PID 2> /dev/null && { kill -KILL $JOB_PID; wait $JOB_PID; JOB_RC=timeout; return 1; }
+	wait $JOB_PID
+	JOB_RC=$?
+}
+rdpm_idle() { for ns in ns1 ns2; do nothing_left $ns $([ $ns = ns1 ] && echo dta || echo dtb) || return 1; done; }
+
+job_bg
+victim=$(rank_on ns2)
+check "kill: the rank in ns2 runs (pid ${victim:-none})" test -n "$victim"
+kill -KILL $victim 2> /dev/null
+check "kill: the job ends with an error within 60 s" job_ends
+check "... mpirun's status says so ($JOB_RC)" test "$JOB_RC" != 0
+show
+check "... rdpmd released every binding and rule" within_1s rdpm_idle
+
+job_bg
+check "drain: rdpmctl drains dtb mid-job" /devtcp/rdpm/rdpmctl -s /tmp/rdpm/10.99.0.2.sock drain dtb
+check "drain: the job ends with an error within 60 s" job_ends
+check "... mpirun's status says so ($JOB_RC)" test "$JOB_RC" != 0
+check "... the rank on dtb said why" grep -q "rdpmd took the dma-buf's binding on dtb away (event 3: drained by an administrator)" /tmp/mpi.out
+show
+check "... rdpmd released every binding and rule" within_1s rdpm_idle
+
+stop_rdpmd() { kill -TERM "${RDPMD_PID[$1]}" && wait "${RDPMD_PID[$1]}"; }
+check "rdpmd exits cleanly in ns1" stop_rdpmd ns1
+check "rdpmd exits cleanly in ns2" stop_rdpmd ns2
 finish
