@@ -3,15 +3,17 @@
 # the component and its parameters; the MPI correctness program passes with
 # only devtcp and self selected (so every message between ranks crossed
 # devtcp), with 2 and 4 ranks and 1 and 3 data links, and with btl/tcp as
-# the control; a bad btl_devtcp_if_include ends MPI_Init with a message
-# naming the parameter.
+# the control; the same under ASan and UBSan (a sanitizer build of the
+# component, the runtimes preloaded into each rank; Open MPI's own leaks
+# keep the leak check off); a bad btl_devtcp_if_include ends MPI_Init with
+# a message naming the parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
 make -s -C ompi > /dev/null || { echo "FAIL: ompi/ does not build"; exit 1; }
 make -s -C selftests/ompi > /dev/null || { echo "FAIL: selftests/ompi does not build"; exit 1; }
 pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-export OMPI_MCA_mca_component_path=$PWD/ompi:$pkglib
+export OMPI_MCA_mca_base_component_path=$PWD/ompi:$pkglib
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 fails=0
@@ -48,6 +50,15 @@ run "4 ranks, btl devtcp,self, 3 data links" 4 devtcp,self --mca btl_devtcp_data
 run "4 ranks, btl devtcp,self, every payload on the control connection" 4 devtcp,self \
 	--mca btl_devtcp_data_min 1000000000
 run "4 ranks, btl tcp,self (the control)" 4 tcp,self
+
+san=$PWD/build/ompi-san
+make -s -C ompi O="$san" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" > /dev/null ||
+	{ echo "FAIL: the sanitizer build of ompi/ fails"; exit 1; }
+preload=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)
+OMPI_MCA_mca_base_component_path=$san:$pkglib \
+	run "4 ranks, btl devtcp,self, 3 data links, under ASan and UBSan" 4 devtcp,self \
+	--mca btl_devtcp_data_links 3 -x LD_PRELOAD="$preload" -x ASAN_OPTIONS=detect_leaks=0 \
+	-x UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 out=$(timeout 120 mpirun "${root[@]}" -np 2 --mca pml ob1 --mca btl devtcp,self \
 	--mca btl_devtcp_if_include nosuchif0 selftests/ompi/mpi_check 2>&1)
