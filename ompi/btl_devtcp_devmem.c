@@ -47,33 +47,6 @@ static int devmem_error(const char *what)
 	return OPAL_ERROR;
 }
 
-static bool reserved(struct devmem_nic *nic)
-{
-	struct devmem_reservation r;
-	char path[sizeof(DEVMEM_STATE_DIR) + 64];
-
-	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
-	return !devmem_nic_reservation(path, &r);
-}
-
-/* The last queue `devmem nic setup` reserved, else the NIC's last queue. */
-static int last_reserved_queue(struct devmem_nic *nic, unsigned int *q)
-{
-	struct devmem_reservation r;
-	struct devmem_nic_state st;
-	char path[sizeof(DEVMEM_STATE_DIR) + 64];
-	int ret;
-
-	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
-	if (!devmem_nic_reservation(path, &r)) {
-		*q = r.first + r.count - 1;
-		return 0;
-	}
-	ret = devmem_nic_state(nic, &st);
-	*q = st.rx_queues - 1;
-	return ret;
-}
-
 void devtcp_devmem_close(struct devtcp_module *m)
 {
 	struct devtcp_devmem *d = m->devmem;
@@ -147,18 +120,20 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		struct devmem_flow_target t;
 
 		ret = devmem_nic_open(&d->nic, m->ifname);
-		/* auto binds directly only where `devmem nic setup` reserved
-		 * queues: a NIC nobody prepared is left alone */
-		if (!ret && mode_is("auto") && !reserved(d->nic)) {
-			devtcp_verbose(1, "devmem: no rdpmd at %s and no queues of %s reserved for "
-				       "devmem: receiving without devmem",
-				       sock ? sock : "/run/rdpm/rdpm.sock", m->ifname);
-			goto fail;
-		}
-		if (!ret && c->devmem_queue < 0)
-			ret = last_reserved_queue(d->nic, &d->queue);
-		else
+		if (!ret && c->devmem_queue >= 0) {
 			d->queue = (unsigned int)c->devmem_queue;
+		} else if (!ret) {
+			ret = devmem_nic_devmem_queue(d->nic, &d->queue);
+			/* auto binds directly only where `devmem nic setup`
+			 * reserved queues: a NIC nobody prepared is left alone */
+			if (ret == 0 && mode_is("auto")) {
+				devtcp_verbose(1, "devmem: no rdpmd at %s and no queues of %s reserved "
+					       "for devmem: receiving without devmem",
+					       sock ? sock : "/run/rdpm/rdpm.sock", m->ifname);
+				goto fail;
+			}
+			ret = ret < 0 ? ret : 0;
+		}
 		if (!ret)
 			ret = devmem_bind_rx(&d->binding, d->nic, d->mem, &d->queue, 1);
 		t = (struct devmem_flow_target){ .queue = d->queue };

@@ -238,3 +238,46 @@ udp_split() {
 	split=$(($(split_total) - s0)); frames=$(($(rx_total) - p0))
 	echo "threshold ${hds_thresh:-0}, $1 bytes: $frames frames, $split split"
 }
+
+# ns_rdpmd_start NS DEV SOCKET USERS: an rdpmd in network namespace NS
+# managing DEV (2 queues reserved) for USERS, listening on SOCKET, with its
+# configuration, state and log (/tmp/rdpm/NS.log) of its own; waits until
+# it serves. ns_rdpmd_stop NS: SIGTERM, and its exit status.
+declare -A NS_RDPMD_PID
+ns_rdpmd_start() {
+	local ns=$1 dev=$2 sock=$3 users=$4
+	mkdir -p /tmp/rdpm
+	cat > /tmp/rdpm/$ns.conf <<CONF
+[global]
+socket = $sock
+state_dir = /tmp/rdpm/state.$ns
+
+[nic $dev]
+reserve = 2
+users = $users
+max_rules = 16
+max_bytes = 256M
+CONF
+	: > /tmp/rdpm/$ns.log
+	ip netns exec "$ns" /devtcp/rdpm/rdpmd -c /tmp/rdpm/$ns.conf 2>> /tmp/rdpm/$ns.log &
+	NS_RDPMD_PID[$ns]=$!
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && grep -q "<6>ready" /tmp/rdpm/$ns.log && return 0
+		kill -0 "${NS_RDPMD_PID[$ns]}" 2> /dev/null || break
+		sleep 0.1
+	done
+	cat /tmp/rdpm/$ns.log
+	return 1
+}
+ns_rdpmd_stop() {
+	kill -TERM "${NS_RDPMD_PID[$1]}" && wait "${NS_RDPMD_PID[$1]}"
+}
+
+# nothing_left NS DEV: no flow rule on DEV, no dma-buf bound to its queues.
+nothing_left() {
+	local ifindex
+	ifindex=$(ip netns exec "$1" cat /sys/class/net/"$2"/ifindex)
+	ip netns exec "$1" ethtool -n "$2" | grep -qi 'Filter:' && return 1
+	[ "$(ip netns exec "$1" python3 /devtcp/selftests/net/genl.py dmabufs "$ifindex" |
+		awk '$4 != 0' | wc -l)" = 0 ]
+}

@@ -66,14 +66,6 @@ same_and_dmabuf() {
 	done
 }
 
-# nothing_left NS DEV: no flow rule, no dma-buf bound to a queue
-nothing_left() {
-	local ifindex
-	ifindex=$(ip netns exec "$1" cat /sys/class/net/"$2"/ifindex)
-	ip netns exec "$1" ethtool -n "$2" | grep -qi 'Filter:' && return 1
-	[ "$(ip netns exec "$1" python3 /devtcp/selftests/net/genl.py dmabufs "$ifindex" |
-		awk '$4 != 0' | wc -l)" = 0 ]
-}
 
 t0=$(date +%s)
 check "plain receive path: every collective right on both ranks" run plain 7100 plain
@@ -152,35 +144,8 @@ ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 
 # rdpmd in each namespace, on its own socket, state directory and log; it
 # reserves queues 6-7 of its NIC itself (the devmem tool's set-up is gone).
-mkdir -p /tmp/rdpm
-declare -A RDPMD_PID
-start_rdpmd() {
-	local ns=$1 dev=$2
-	cat > /tmp/rdpm/$ns.conf <<CONF
-[global]
-socket = /tmp/rdpm/$ns.sock
-state_dir = /tmp/rdpm/state.$ns
-
-[nic $dev]
-reserve = 2
-users = 1000
-max_rules = 16
-max_bytes = 256M
-CONF
-	: > /tmp/rdpm/$ns.log
-	ip netns exec $ns $rdpmd -c /tmp/rdpm/$ns.conf 2>> /tmp/rdpm/$ns.log &
-	RDPMD_PID[$ns]=$!
-	for _ in $(seq 100); do
-		[ -S /tmp/rdpm/$ns.sock ] && grep -q "<6>ready" /tmp/rdpm/$ns.log && return 0
-		kill -0 "${RDPMD_PID[$ns]}" 2> /dev/null || break
-		sleep 0.1
-	done
-	cat /tmp/rdpm/$ns.log
-	return 1
-}
-stop_rdpmd() {
-	kill -TERM "${RDPMD_PID[$1]}" && wait "${RDPMD_PID[$1]}"
-}
+start_rdpmd() { ns_rdpmd_start "$1" "$2" /tmp/rdpm/$1.sock 1000; }
+stop_rdpmd() { ns_rdpmd_stop "$1"; }
 UDMABUF_MODE=$(stat -c %a /dev/udmabuf)
 chmod 666 /dev/udmabuf	# the unprivileged ranks make their own udmabufs
 check "rdpmd starts in ns1 (dta)" start_rdpmd ns1 dta

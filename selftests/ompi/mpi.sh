@@ -7,7 +7,7 @@
 # tags, collectives, bytes compared) passes over btl devtcp,self and, as the
 # control, over btl tcp,self; the bytes crossed the pair (its counters).
 # Then with devmem: directly (root, queues reserved by `devmem nic setup`)
-# and through rdpmd (ranks as uid 1000): the payload landed in the
+# and through rdpmd (one per namespace): the payload landed in the
 # dma-buf (the devmem queue's counters, each rank's own count), and nothing
 # stays bound or steered after the job.
 . "$(dirname "$0")/../lib.sh"
@@ -70,13 +70,6 @@ landed() {
 	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied.*/\1 \2/p" \
 		/tmp/mpi.out | awk '{ s += $1 + $2 } END { print s + 0 }'
 }
-nothing_left() {
-	local ifindex
-	ifindex=$(ip netns exec "$1" cat /sys/class/net/"$2"/ifindex)
-	ip netns exec "$1" ethtool -n "$2" | grep -qi 'Filter:' && return 1
-	[ "$(ip netns exec "$1" python3 /devtcp/selftests/net/genl.py dmabufs "$ifindex" |
-		awk '$4 != 0' | wc -l)" = 0 ]
-}
 # devmem_checks WHAT: after a devmem run, the payload in both dma-bufs.
 devmem_checks() {
 	local ns dev host q1
@@ -112,34 +105,8 @@ ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 # rdpmd in each namespace (its own socket, state and log) reserves queues
 # 6-7 of its NIC; each rank finds its namespace's daemon in RDPM_SOCKET
 # (selftests/ompi/rdpm-env).
-mkdir -p /tmp/rdpm
-declare -A RDPMD_PID
-start_rdpmd() {
-	local ns=$1 dev=$2 addr=$3
-	cat > /tmp/rdpm/$ns.conf <<CONF
-[global]
-socket = /tmp/rdpm/$addr.sock
-state_dir = /tmp/rdpm/state.$ns
-
-[nic $dev]
-reserve = 2
-users = root
-max_rules = 16
-max_bytes = 256M
-CONF
-	: > /tmp/rdpm/$ns.log
-	ip netns exec $ns /devtcp/rdpm/rdpmd -c /tmp/rdpm/$ns.conf 2>> /tmp/rdpm/$ns.log &
-	RDPMD_PID[$ns]=$!
-	for _ in $(seq 100); do
-		[ -S /tmp/rdpm/$addr.sock ] && grep -q "<6>ready" /tmp/rdpm/$ns.log && return 0
-		kill -0 "${RDPMD_PID[$ns]}" 2> /dev/null || break
-		sleep 0.1
-	done
-	cat /tmp/rdpm/$ns.log
-	return 1
-}
-check "rdpmd starts in ns1 (dta)" start_rdpmd ns1 dta 10.99.0.1
-check "rdpmd starts in ns2 (dtb)" start_rdpmd ns2 dtb 10.99.0.2
+check "rdpmd starts in ns1 (dta)" ns_rdpmd_start ns1 dta /tmp/rdpm/10.99.0.1.sock root
+check "rdpmd starts in ns2 (dtb)" ns_rdpmd_start ns2 dtb /tmp/rdpm/10.99.0.2.sock root
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
 mpi_run_app 2 $DMAX devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
@@ -201,7 +168,8 @@ check "... the rank on dtb said why" grep -q "rdpmd took the dma-buf's binding o
 show
 check "... rdpmd released every binding and rule" within_1s rdpm_idle
 
-stop_rdpmd() { kill -TERM "${RDPMD_PID[$1]}" && wait "${RDPMD_PID[$1]}"; }
-check "rdpmd exits cleanly in ns1" stop_rdpmd ns1
-check "rdpmd exits cleanly in ns2" stop_rdpmd ns2
+check "rdpmd exits cleanly in ns1" ns_rdpmd_stop ns1
+check "rdpmd exits cleanly in ns2" ns_rdpmd_stop ns2
+ip netns del ns1
+ip netns del ns2
 finish

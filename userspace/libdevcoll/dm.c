@@ -328,25 +328,6 @@ static int direct_fail(int ret)
 	return dc_fail(ret, "devmem: %s", devmem_last_error());
 }
 
-/* The last queue `devmem nic setup` reserved; without its state file, the
- * NIC's last queue (prepared by hand). */
-static int last_reserved_queue(struct devmem_nic *nic, unsigned int *q)
-{
-	struct devmem_reservation r;
-	struct devmem_nic_state st;
-	char path[sizeof(DEVMEM_STATE_DIR) + IF_NAMESIZE + 8];
-	int ret;
-
-	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
-	if (!devmem_nic_reservation(path, &r)) {
-		*q = r.first + r.count - 1;
-		return 0;
-	}
-	ret = devmem_nic_state(nic, &st);
-	*q = st.rx_queues - 1;
-	return ret;
-}
-
 static int core_new(struct dm_core **out, int rank, bool debug)
 {
 	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
@@ -386,8 +367,8 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 		if (ret)
 			return direct_fail(ret);
 		if (q == (unsigned int)-1) {
-			ret = last_reserved_queue(k->nic, &q);
-			if (ret)
+			ret = devmem_nic_devmem_queue(k->nic, &q);
+			if (ret < 0)
 				return direct_fail(ret);
 		}
 		k->queue = q;

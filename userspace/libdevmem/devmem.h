@@ -220,6 +220,10 @@ int devmem_nic_reserve(struct devmem_nic *nic, unsigned int queues, unsigned int
 		       const char *state, struct devmem_reservation *out);
 /* The reservation that state file @state records; -ENOENT when none. */
 int devmem_nic_reservation(const char *state, struct devmem_reservation *out);
+/* The queue a process binds to directly on @nic: the last one reserved (its
+ * state file in DEVMEM_STATE_DIR; returns 1), else the NIC's last queue,
+ * prepared by hand (returns 0). */
+int devmem_nic_devmem_queue(struct devmem_nic *nic, unsigned int *queue);
 /*
  * Undoes a reservation and every change recorded with it, newest first (flow
  * rules, the RSS context, the RSS table, ntuple, header split, channels),

@@ -17,6 +17,7 @@
  *   rule_del LOC | rule_add RSS_CTX HEX(struct ethtool_rx_flow_spec)
  */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,27 @@ DEVMEM_EXPORT int devmem_nic_reservation(const char *state, struct devmem_reserv
 	if (!err)
 		*out = r;
 	return err;
+}
+
+DEVMEM_EXPORT int devmem_nic_devmem_queue(struct devmem_nic *nic, unsigned int *queue)
+{
+	struct devmem_reservation r;
+	struct devmem_nic_state st;
+	char path[sizeof(DEVMEM_STATE_DIR) + IF_NAMESIZE + 8];
+	int err;
+
+	if (!nic || !queue)
+		return devmem_fail(-EINVAL, "devmem_nic_devmem_queue: nic and queue must not be NULL");
+	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
+	if (!devmem_nic_reservation(path, &r)) {
+		*queue = r.first + r.count - 1;
+		return 1;
+	}
+	err = devmem_nic_state(nic, &st);
+	if (err)
+		return err;
+	*queue = st.rx_queues - 1;
+	return 0;
 }
 
 int devmem_journal_attach(struct devmem_undo_log *log, const char *path,
