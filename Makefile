@@ -14,6 +14,7 @@
 #   make -C kernel KDIR=/lib/modules/$(uname -r)/build
 # or with DKMS, rebuilt for every kernel the host installs (needs dkms):
 #   make dkms-install   sources to /usr/src/devtcp-VERSION, dkms add + install
+#                       (KVER=VERSION: for that kernel, not the running one)
 #   make dkms-remove    dkms remove --all, and the sources go
 
 MODULE_DIRS := kernel selftests/harness/warn
@@ -28,6 +29,15 @@ modules: provision
 		selftests/vm/kbuild $$d -s || exit 1; \
 	done
 	@selftests/vm/kbuild --lts -s
+	@$(MAKE) -s build/dkms-lts.tar
+
+# DKMS's build for the LTS kernel, done in the VM's root (selftests/kernel/dkms.sh
+# loads and removes it in the VM)
+DEVTCP_CACHE ?= /var/cache/devtcp
+build/dkms-lts.tar: dkms.conf Makefile kernel/Kbuild kernel/Makefile \
+		$(filter-out %.mod.c,$(wildcard kernel/*.[ch])) $(wildcard uapi/linux/*.h) \
+		selftests/vm/dkms-build $(wildcard $(DEVTCP_CACHE)/kver-lts)
+	@selftests/vm/dkms-build
 
 userspace: provision
 	@$(MAKE) -s -C userspace
@@ -74,7 +84,7 @@ dkms-install:
 	cp kernel/Kbuild kernel/Makefile $(filter-out %.mod.c,$(wildcard kernel/*.[ch])) $(DKMS_SRC)/kernel/
 	cp uapi/linux/*.h $(DKMS_SRC)/uapi/linux/
 	dkms add devtcp/$(DKMS_VERSION)
-	dkms install devtcp/$(DKMS_VERSION)
+	dkms install devtcp/$(DKMS_VERSION) $(if $(KVER),-k $(KVER))
 
 dkms-remove:
 	@command -v dkms > /dev/null || { echo "dkms-remove: dkms is not installed" >&2; exit 1; }

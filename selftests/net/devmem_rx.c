@@ -9,7 +9,7 @@
  *   devmem_rx -i IFNAME -q QUEUE[,QUEUE...] -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE]
  *             [-H] [-r] [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US]
  *             [--idle-timeout SECS] [--no-validate] [--stall SECS] [--conns N]
- *             [--limit-window]
+ *             [--limit-window] [--window-clamp BYTES]
  *
  *   -q  the queue, or several: one binding of the dma-buf to all of them
  *   -b  dma-buf size in bytes, a multiple of the page size (default 64 MiB)
@@ -30,6 +30,9 @@
  *   --limit-window    keep each connection's receive window within its share
  *                     of the dma-buf less what --hold keeps, with libdevmem's
  *                     devmem_rx_limit_window()
+ *   --window-clamp    clamp the receive window to BYTES (SO_RCVBUFFORCE and
+ *                     TCP_WINDOW_CLAMP): an explicit bound, for tests that
+ *                     want drops but no stall
  *   --record FILE     write the dma-buf fragments' layout to FILE: "batch"
  *                     for each recvmsg(), then "offset length" per fragment
  *                     (libdevmem's unpack tests replay it)
@@ -42,6 +45,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <linux/dma-buf.h>
 #include <poll.h>
 #include <stdint.h>
@@ -97,6 +102,7 @@ struct options {
 	unsigned int idle_timeout;
 	int no_validate;
 	int limit_window;
+	int window_clamp;
 };
 
 /* Where we are in the stream and how the bytes got here. */
@@ -133,7 +139,8 @@ static void usage(void)
 			"[-6] [-b BUFSIZE] [-H] [-r]\n"
 			"       [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US] "
 			"[--idle-timeout SECS] [--no-validate]\n"
-			"       [--stall SECS] [--conns N] [--limit-window] [--record FILE]\n");
+			"       [--stall SECS] [--conns N] [--limit-window] [--window-clamp BYTES] "
+			"[--record FILE]\n");
 	exit(2);
 }
 
@@ -375,7 +382,8 @@ static int receive_stream(int s, const struct dmabuf *db, struct rx_stats *st,
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_RX_PAGE_SIZE = 256, OPT_HOLD, OPT_RETURN_DELAY, OPT_IDLE_TIMEOUT,
-	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS, OPT_LIMIT_WINDOW, OPT_RECORD };
+	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS, OPT_LIMIT_WINDOW, OPT_WINDOW_CLAMP,
+	       OPT_RECORD };
 	static const struct option longopts[] = {
 		{ "rx-page-size", required_argument, NULL, OPT_RX_PAGE_SIZE },
 		{ "hold", required_argument, NULL, OPT_HOLD },
@@ -385,6 +393,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "stall", required_argument, NULL, OPT_STALL },
 		{ "conns", required_argument, NULL, OPT_CONNS },
 		{ "limit-window", no_argument, NULL, OPT_LIMIT_WINDOW },
+		{ "window-clamp", required_argument, NULL, OPT_WINDOW_CLAMP },
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ 0 }
 	};
@@ -423,6 +432,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_STALL: o->stall = strtoul(optarg, NULL, 0); break;
 		case OPT_CONNS: o->conns = strtoul(optarg, NULL, 0); break;
 		case OPT_LIMIT_WINDOW: o->limit_window = 1; break;
+		case OPT_WINDOW_CLAMP: o->window_clamp = atoi(optarg); break;
 		case OPT_RECORD:
 			record = fopen(optarg, "we");
 			if (!record)
@@ -433,7 +443,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind != argc || !o->ifname || o->port <= 0 || o->port > 65535 || !o->total ||
 	    !o->bufsize || o->bufsize % page || !o->nqueues || !o->conns ||
-	    o->conns > MAX_CONNS || o->port + o->conns - 1 > 65535)
+	    o->conns > MAX_CONNS || o->port + o->conns - 1 > 65535 || o->window_clamp < 0)
 		usage();
 }
 
@@ -451,6 +461,15 @@ static void limit_window(int s, const struct options *o)
 	}
 	printf("receive window limited to %d bytes (%zu-byte share, %zu kept)\n", window, share,
 	       kept);
+}
+
+/* --window-clamp: the window bounded to @bytes, past rmem_max. */
+static void clamp_window(int s, int bytes)
+{
+	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) ||
+	    setsockopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, &bytes, sizeof(bytes)))
+		die("--window-clamp");
+	printf("receive window clamped to %d bytes\n", bytes);
 }
 
 static double tv_secs(struct timeval tv)
@@ -492,6 +511,8 @@ int main(int argc, char **argv)
 	s = tcp_accept_one(o.v6, o.port);
 	if (o.limit_window)
 		limit_window(s, &o);
+	if (o.window_clamp)
+		clamp_window(s, o.window_clamp);
 	if (o.idle_timeout || o.stall) {
 		struct timeval tv = { .tv_sec = o.stall ? 1 : o.idle_timeout };
 
