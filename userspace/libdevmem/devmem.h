@@ -406,6 +406,21 @@ ssize_t devmem_rx_recv_upto(struct devmem_rx *rx, size_t len, int flags,
 			    struct devmem_frag *frags, unsigned int max, unsigned int *nfrags,
 			    void *linear, size_t linear_cap);
 
+/*
+ * Receives up to @len bytes of @rx's stream (as devmem_rx_recv_upto: all
+ * of them, or with MSG_DONTWAIT in @flags what is there, -EAGAIN if
+ * nothing) and adds them to @u's current stream as one batch
+ * (devmem_unpack_add). The batch's dma-buf fragments are held until
+ * devmem_unpack_completed() counts it, then handed back on a later call:
+ * on CUDA memory the next receive overlaps the kernel reading this one.
+ * Returns the bytes, 0 at end of stream, -EPIPE when it ended mid-way,
+ * -ENOSPC when the destination is full. See devmem_rx_unpack(3).
+ */
+ssize_t devmem_rx_unpack(struct devmem_rx *rx, struct devmem_unpack *u, size_t len, int flags);
+/* Waits for every batch devmem_rx_unpack() launched and hands back its
+ * fragments. Before devmem_rx_close() and devmem_unpack_close(). */
+int devmem_rx_unpack_wait(struct devmem_rx *rx);
+
 /* ---------------------------------------------------------------------- tx */
 
 struct devmem_tx;

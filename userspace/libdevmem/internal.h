@@ -103,6 +103,13 @@ void dm_unpack_cpu(const struct dm_unpack_launch *l, const struct dm_unpack_frag
  * host memory at @cpu (tests: the CPU reference of a GPU run). */
 int dm_unpack_open(struct devmem_unpack **out, struct devmem_mem *mem, const void *cpu,
 		   size_t size);
+/* rx_unpack.c: devmem_rx_unpack()'s fragments held per socket, kept in
+ * its devmem_rx (rx.c); devmem_rx_close() hands them back unwaited. */
+struct dm_rx_pending;
+struct dm_rx_pending **dm_rx_pending_of(struct devmem_rx *rx);
+void dm_rx_pending_close(struct devmem_rx *rx);
+/* Bytes of the current stream not yet added (0 when none is begun). */
+uint64_t dm_unpack_room(const struct devmem_unpack *u);
 float dm_half_to_float(uint16_t h);
 uint16_t dm_float_to_half(float f);
 float dm_bf16_to_float(uint16_t b);

@@ -38,7 +38,13 @@ struct devmem_rx {
 	bool started;
 	struct devmem_token_batch tokens;
 	uint64_t held;
+	struct dm_rx_pending *pending;	/* devmem_rx_unpack's (rx_unpack.c) */
 };
+
+struct dm_rx_pending **dm_rx_pending_of(struct devmem_rx *rx)
+{
+	return &rx->pending;
+}
 
 DEVMEM_EXPORT int devmem_rx_open(struct devmem_rx **out, int sock, size_t max_bytes)
 {
@@ -76,6 +82,7 @@ DEVMEM_EXPORT void devmem_rx_close(struct devmem_rx *rx)
 	if (!rx)
 		return;
 	/* Tokens not handed back are freed by the kernel when the socket closes. */
+	dm_rx_pending_close(rx);
 	devmem_rx_flush(rx);
 	free(rx->data);
 	free(rx->ctrl);

@@ -7,11 +7,14 @@
  * batch on the handle's own stream); on host memory the CPU does, with the
  * same code that is the GPU's reference (unpack_cpu.c).
  *
- * GPU batches go through DM_SLOTS slots, each a pinned descriptor buffer,
- * its device copy and an event: a batch is copied and launched while the
- * ones before it still run, and waits only for the slot it reuses. A
- * batch's fragments may be handed back (their tokens) once
- * devmem_unpack_completed() counts it.
+ * GPU launches go through DM_SLOTS slots, each a pinned descriptor buffer,
+ * its device copy and an event: a launch is copied and started while the
+ * ones before it still run, and waits only for the slot it reuses. A batch
+ * is one launch, unless it holds linear bytes (a copy in host memory, as
+ * a receive reports bytes that did not land in the dma-buf): those go to
+ * the GPU through the slot's pinned scratch, and each run of them is a
+ * launch of its own that reads from there. A batch's fragments may be
+ * handed back (their tokens) once devmem_unpack_completed() counts it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #define DM_SLOTS	4
 #define DM_THREADS	256
 #define DM_MAX_BLOCKS	4096
+#define DM_LINEAR	(64u << 10)	/* linear bytes one GPU launch takes */
 
 _Static_assert((int)DEVMEM_UNPACK_INT32 == (int)DM_UNPACK_INT32 &&
 	       (int)DEVMEM_UNPACK_FP64 == (int)DM_UNPACK_FP64 &&
@@ -37,8 +41,12 @@ extern const char _binary_unpack_fatbin_start[];
 struct dm_slot {
 	struct dm_unpack_frag *host;	/* pinned */
 	CUdeviceptr dev;
+	unsigned char *lin_host;	/* pinned: a launch's linear bytes */
+	CUdeviceptr lin_dev;
 	CUevent done;
-	uint64_t batch;			/* last launched here (0: none) */
+	uint64_t launch;		/* the last one here (0: none) */
+	uint64_t batch;			/* ... was part of this batch */
+	bool last;			/* ... as its last launch */
 };
 
 struct devmem_unpack {
@@ -59,7 +67,8 @@ struct devmem_unpack {
 	struct dm_unpack_launch l;
 	uint64_t len;
 	unsigned char carry_cpu[2][8];
-	uint64_t launched, completed;
+	uint64_t launched, retired;	/* launches */
+	uint64_t batches, completed;	/* batches (devmem_unpack_add calls) */
 	bool begun;
 };
 
@@ -125,6 +134,10 @@ static int gpu_open(struct devmem_unpack *u, struct devmem_cuda *cuda)
 		if (!res)
 			res = u->cu->mem_alloc(&s->dev, bytes);
 		if (!res)
+			res = u->cu->mem_host_alloc((void **)&s->lin_host, DM_LINEAR, 0);
+		if (!res)
+			res = u->cu->mem_alloc(&s->lin_dev, DM_LINEAR);
+		if (!res)
 			res = u->cu->event_create(&s->done, CU_EVENT_DISABLE_TIMING);
 	}
 	leave(u);
@@ -146,6 +159,10 @@ static void gpu_close(struct devmem_unpack *u)
 			u->cu->mem_free(u->slot[i].dev);
 		if (u->slot[i].host)
 			u->cu->mem_free_host(u->slot[i].host);
+		if (u->slot[i].lin_dev)
+			u->cu->mem_free(u->slot[i].lin_dev);
+		if (u->slot[i].lin_host)
+			u->cu->mem_free_host(u->slot[i].lin_host);
 	}
 	if (u->carry)
 		u->cu->mem_free(u->carry);
@@ -232,90 +249,180 @@ DEVMEM_EXPORT int devmem_unpack_begin(struct devmem_unpack *u, void *dst, size_t
 	return 0;
 }
 
-/* Checks @f and writes the batch's descriptors to @d; the stream offset
- * after it in *@end. */
-static int describe(struct devmem_unpack *u, const struct devmem_frag *f, unsigned int n,
-		    struct dm_unpack_frag *d, uint64_t *end)
+/* Checks a batch: dma-buf fragments inside the dma-buf, linear ones with
+ * their bytes, the whole within the destination. */
+static int check_batch(struct devmem_unpack *u, const struct devmem_frag *f, unsigned int n)
 {
 	uint64_t pos = u->l.end;
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (!f[i].dmabuf_id)
-			return devmem_fail(-EINVAL, "devmem_unpack_add: fragment %u is linear bytes "
-					   "in host memory (dmabuf_id 0), not the dma-buf's", i);
-		if (f[i].offset > u->size || f[i].len > u->size - f[i].offset)
+		if (!f[i].dmabuf_id && !f[i].linear)
+			return devmem_fail(-EINVAL, "devmem_unpack_add: fragment %u is linear "
+					   "(dmabuf_id 0) but has no bytes (linear is NULL)", i);
+		if (f[i].dmabuf_id &&
+		    (f[i].offset > u->size || f[i].len > u->size - f[i].offset))
 			return devmem_fail(-EINVAL, "devmem_unpack_add: fragment %u (%u bytes at "
 					   "%llu) lies outside the %zu-byte dma-buf", i, f[i].len,
 					   (unsigned long long)f[i].offset, u->size);
-		d[i] = (struct dm_unpack_frag){ .src = f[i].offset, .pos = pos, .len = f[i].len };
 		pos += f[i].len;
 	}
 	if (pos > u->len)
 		return devmem_fail(-EINVAL, "devmem_unpack_add: the batch ends at byte %llu of the "
 				   "stream, past the destination's %llu", (unsigned long long)pos,
 				   (unsigned long long)u->len);
-	*end = pos;
 	return 0;
 }
 
-static int gpu_launch(struct devmem_unpack *u, const struct devmem_frag *f, unsigned int n)
+/* The launches up to number @upto have run: batches whose last they were
+ * are complete. */
+static void retire(struct devmem_unpack *u, uint64_t upto)
 {
-	struct dm_slot *s = &u->slot[u->launched % DM_SLOTS];
+	while (u->retired < upto) {
+		struct dm_slot *s = &u->slot[u->retired++ % DM_SLOTS];
+
+		if (s->last)
+			u->completed = s->batch;
+	}
+}
+
+/* One launch over the stream's bytes [u->l.end, @end): @n descriptors (in
+ * @s->host on the GPU, u->frags on the CPU) reading from @base. */
+static int launch(struct devmem_unpack *u, struct dm_slot *s, const unsigned char *base,
+		  unsigned int n, uint64_t end, bool last)
+{
 	struct dm_unpack_launch l = u->l;
+
+	l.base = base;
+	l.start = u->l.end;
+	l.end = end;
+	l.n = n;
+	if (!u->cu) {
+		l.carry_in = u->carry_cpu[u->launched % 2];
+		l.carry_out = u->carry_cpu[(u->launched + 1) % 2];
+		dm_unpack_cpu(&l, u->frags);
+		u->l.end = end;
+		u->launched++;
+		return 0;
+	}
+
 	struct devmem_cuda_errname en;
-	CUdeviceptr frags;
+	CUdeviceptr frags = s->dev;
 	void *params[] = { &l, &frags };
 	unsigned int group = 32, blocks;
 	CUresult res;
-	uint64_t end;
-	int ret;
 
-	if (enter(u))
-		return -EIO;
-	/* the slot's descriptors are free once its last launch has run */
-	res = s->batch ? u->cu->event_synchronize(s->done) : CUDA_SUCCESS;
-	ret = res ? -EIO : describe(u, f, n, s->host, &end);
-	if (!ret) {
-		/* about a 16-byte word a thread: a warp for 512 bytes, a block
-		 * for 4 KiB and more */
-		while (group < DM_THREADS && group * 16 < (end - u->l.end) / n)
-			group *= 2;
-		blocks = (n + DM_THREADS / group - 1) / (DM_THREADS / group);
-		if (blocks > DM_MAX_BLOCKS)
-			blocks = DM_MAX_BLOCKS;
-		l.group = group;
-		frags = s->dev;
-		l.base = (const unsigned char *)(uintptr_t)u->base;
-		l.start = u->l.end;
-		l.end = end;
-		l.n = n;
-		l.carry_in = (const unsigned char *)(uintptr_t)(u->carry + 8 * (u->launched % 2));
-		l.carry_out = (unsigned char *)(uintptr_t)(u->carry + 8 * ((u->launched + 1) % 2));
-		res = u->cu->memcpy_htod_async(s->dev, s->host, n * sizeof(*s->host), u->stream);
-		if (!res)
-			res = u->cu->launch_kernel(l.op == DM_UNPACK_COPY ? u->gather : u->reduce,
-						   blocks, 1, 1, DM_THREADS, 1, 1, 0, u->stream,
-						   params, NULL);
-		if (!res)
-			res = u->cu->event_record(s->done, u->stream);
-		if (res)
-			ret = -EIO;
-	}
-	leave(u);
-	if (ret == -EIO)
-		return devmem_fail(ret, "devmem_unpack_add: %s", cu_err(u->cu, res, &en));
-	if (ret)
-		return ret;
+	/* about a 16-byte word a thread: a warp for 512 bytes, a block for
+	 * 4 KiB and more */
+	while (group < DM_THREADS && group * 16 < (end - u->l.end) / n)
+		group *= 2;
+	blocks = (n + DM_THREADS / group - 1) / (DM_THREADS / group);
+	if (blocks > DM_MAX_BLOCKS)
+		blocks = DM_MAX_BLOCKS;
+	l.group = group;
+	l.carry_in = (const unsigned char *)(uintptr_t)(u->carry + 8 * (u->launched % 2));
+	l.carry_out = (unsigned char *)(uintptr_t)(u->carry + 8 * ((u->launched + 1) % 2));
+	res = u->cu->memcpy_htod_async(s->dev, s->host, n * sizeof(*s->host), u->stream);
+	if (!res)
+		res = u->cu->launch_kernel(l.op == DM_UNPACK_COPY ? u->gather : u->reduce, blocks, 1,
+					   1, DM_THREADS, 1, 1, 0, u->stream, params, NULL);
+	if (!res)
+		res = u->cu->event_record(s->done, u->stream);
+	if (res)
+		return devmem_fail(-EIO, "devmem_unpack_add: %s", cu_err(u->cu, res, &en));
 	u->l.end = end;
-	s->batch = ++u->launched;
-	return (int)(u->launched & 0x7fffffff);
+	s->launch = ++u->launched;
+	s->batch = u->batches;
+	s->last = last;
+	return 0;
+}
+
+/* The slot for the next GPU launch, once the launch before in it has run. */
+static int next_slot(struct devmem_unpack *u, struct dm_slot **out)
+{
+	struct dm_slot *s = &u->slot[u->launched % DM_SLOTS];
+	struct devmem_cuda_errname en;
+	CUresult res;
+
+	if (s->launch) {
+		res = u->cu->event_synchronize(s->done);
+		if (res)
+			return devmem_fail(-EIO, "devmem_unpack_add: %s", cu_err(u->cu, res, &en));
+		retire(u, s->launch);
+	}
+	*out = s;
+	return 0;
+}
+
+/*
+ * The batch's launches: each run of dma-buf fragments is one; linear bytes
+ * go, up to DM_LINEAR at a time, through the slot's scratch on the GPU,
+ * and straight from where they lie on the CPU.
+ */
+static int add_runs(struct devmem_unpack *u, const struct devmem_frag *f, unsigned int n)
+{
+	struct devmem_cuda_errname en;
+	unsigned int i = 0;
+	uint32_t part = 0;	/* bytes of linear fragment i already taken */
+	int ret = 0;
+
+	while (i < n && !ret) {
+		struct dm_slot *s = NULL;
+		struct dm_unpack_frag *d;
+		const unsigned char *base;
+		uint64_t end = u->l.end;
+		unsigned int m = 0;
+
+		if (u->cu && (ret = next_slot(u, &s)))
+			break;
+		d = s ? s->host : u->frags;
+		if (f[i].dmabuf_id) {
+			for (; i < n && f[i].dmabuf_id; i++, m++) {
+				d[m] = (struct dm_unpack_frag){ .src = f[i].offset, .pos = end,
+								.len = f[i].len };
+				end += f[i].len;
+			}
+			base = s ? (const unsigned char *)(uintptr_t)u->base : u->cpu;
+		} else if (!s) {
+			d[m++] = (struct dm_unpack_frag){ .src = 0, .pos = end, .len = f[i].len };
+			end += f[i].len;
+			base = f[i++].linear;
+		} else {
+			uint32_t used = 0;
+			CUresult res;
+
+			while (i < n && !f[i].dmabuf_id && used < DM_LINEAR) {
+				uint32_t take = f[i].len - part;
+
+				if (take > DM_LINEAR - used)
+					take = DM_LINEAR - used;
+				memcpy(s->lin_host + used, (const unsigned char *)f[i].linear + part,
+				       take);
+				used += take;
+				part += take;
+				if (part == f[i].len) {
+					part = 0;
+					i++;
+				}
+			}
+			d[m++] = (struct dm_unpack_frag){ .src = 0, .pos = end, .len = used };
+			end += used;
+			base = (const unsigned char *)(uintptr_t)s->lin_dev;
+			res = u->cu->memcpy_htod_async(s->lin_dev, s->lin_host, used, u->stream);
+			if (res) {
+				ret = devmem_fail(-EIO, "devmem_unpack_add: %s",
+						  cu_err(u->cu, res, &en));
+				break;
+			}
+		}
+		/* even an empty one: it carries a split element over */
+		ret = launch(u, s, base, m, end, i == n);
+	}
+	return ret;
 }
 
 DEVMEM_EXPORT int devmem_unpack_add(struct devmem_unpack *u, const struct devmem_frag *f,
 				    unsigned int n)
 {
-	struct dm_unpack_launch l;
-	uint64_t end;
 	int ret;
 
 	if (!u || (!f && n))
@@ -327,23 +434,24 @@ DEVMEM_EXPORT int devmem_unpack_add(struct devmem_unpack *u, const struct devmem
 		return devmem_fail(-E2BIG, "devmem_unpack_add: %u fragments in one batch, at most %d",
 				   n, DEVMEM_UNPACK_MAX_FRAGS);
 	if (!n)
-		return (int)(u->launched & 0x7fffffff);
-	if (u->cu)
-		return gpu_launch(u, f, n);
-	ret = describe(u, f, n, u->frags, &end);
+		return (int)(u->batches & 0x7fffffff);
+	ret = check_batch(u, f, n);
 	if (ret)
 		return ret;
-	l = u->l;
-	l.base = u->cpu;
-	l.start = u->l.end;
-	l.end = end;
-	l.n = n;
-	l.carry_in = u->carry_cpu[u->launched % 2];
-	l.carry_out = u->carry_cpu[(u->launched + 1) % 2];
-	dm_unpack_cpu(&l, u->frags);
-	u->l.end = end;
-	u->completed = ++u->launched;
-	return (int)(u->launched & 0x7fffffff);
+	u->batches++;
+	if (u->cu && enter(u))
+		return -EIO;
+	ret = add_runs(u, f, n);
+	if (u->cu)
+		leave(u);
+	else
+		u->completed = u->batches;
+	return ret ? ret : (int)(u->batches & 0x7fffffff);
+}
+
+uint64_t dm_unpack_room(const struct devmem_unpack *u)
+{
+	return u->begun ? u->len - u->l.end : 0;
 }
 
 DEVMEM_EXPORT int devmem_unpack_completed(struct devmem_unpack *u, bool wait)
@@ -353,18 +461,18 @@ DEVMEM_EXPORT int devmem_unpack_completed(struct devmem_unpack *u, bool wait)
 
 	if (!u)
 		return devmem_fail(-EINVAL, "devmem_unpack_completed: u is NULL");
-	if (!u->cu || u->completed == u->launched)
+	if (!u->cu || u->retired == u->launched)
 		return (int)(u->completed & 0x7fffffff);
 	if (enter(u))
 		return -EIO;
-	/* batches finish in order: the oldest slots first */
-	while (u->completed < u->launched) {
-		struct dm_slot *s = &u->slot[u->completed % DM_SLOTS];
+	/* launches finish in order: the oldest slots first */
+	while (u->retired < u->launched) {
+		struct dm_slot *s = &u->slot[u->retired % DM_SLOTS];
 
 		res = wait ? u->cu->event_synchronize(s->done) : u->cu->event_query(s->done);
 		if (res)
 			break;
-		u->completed++;
+		retire(u, u->retired + 1);
 	}
 	leave(u);
 	if (res && res != CUDA_ERROR_NOT_READY)

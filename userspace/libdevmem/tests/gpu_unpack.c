@@ -6,15 +6,19 @@
  * payload in CUDA memory exported as a dma-buf (devmem_mem_cuda). Then
  * nothing is left allocated on the device.
  *
- *   gpu_unpack            the comparison
+ *   gpu_unpack            the comparison, then devmem_rx_unpack over a
+ *                         loopback TCP pair into GPU memory (every byte
+ *                         linear there: the scratch path, batches in flight)
  *   gpu_unpack bench      GB/s of gather and of an fp32 sum against
  *                         cuMemcpyDtoD of the same bytes, fragments of 1-64 KiB
  */
 #include <errno.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include "cuda_api.h"
 #include "devtcp/check.h"
+#include "tcp_pair.h"
 #include "unpack_check.h"
 
 static const struct devmem_cuda_api *cu;
@@ -29,6 +33,17 @@ static CUdeviceptr dev_alloc(size_t len)
 	return p;
 }
 
+static int put_image(void *image, uint64_t off, const void *p, uint32_t len)
+{
+	memcpy((unsigned char *)image + off, p, len);
+	return 0;
+}
+
+static int put_mem(void *mem, uint64_t off, const void *p, uint32_t len)
+{
+	return devmem_mem_write(mem, off, p, len);
+}
+
 /* One layout, type and op on the GPU and on the CPU; 0 when they agree. */
 static int compare(struct devmem_mem *mem, const struct uc_layout *L, unsigned int type,
 		   unsigned int op, const char *layout)
@@ -38,6 +53,7 @@ static int compare(struct devmem_mem *mem, const struct uc_layout *L, unsigned i
 	unsigned char *stream = malloc(bytes), *dst0 = malloc(bytes), *cpu_dst = malloc(bytes);
 	unsigned char *gpu_dst = malloc(bytes), *image = calloc(1, UC_IMAGE);
 	struct devmem_unpack *g, *c;
+	struct devmem_frag *fr = malloc(L->nfrags * sizeof(*fr));
 	CUdeviceptr d = dev_alloc(bytes);
 	int ret = 0, diff = 0;
 	size_t first = 0;
@@ -54,18 +70,14 @@ static int compare(struct devmem_mem *mem, const struct uc_layout *L, unsigned i
 	devmem_unpack_begin(c, cpu_dst, bytes, type, op, avg_n);
 	for (unsigned int b = 0; b < L->nbatches && !ret; b++) {
 		const struct uc_batch *B = &L->batches[b];
+		size_t at = pos;
 
-		for (unsigned int i = 0; i < B->n; i++) {
-			const struct devmem_frag *f = &L->frags[B->first + i];
-
-			memcpy(image + f->offset, stream + pos, f->len);
-			if (devmem_mem_write(mem, f->offset, stream + pos, f->len))
-				ret = -EIO;
-			pos += f->len;
-		}
-		if (!ret && devmem_unpack_add(g, &L->frags[B->first], B->n) != (int)b + 1)
+		if (uc_place(L, B, stream, &pos, fr, put_image, image) ||
+		    uc_place(L, B, stream, &at, fr, put_mem, mem))
 			ret = -EIO;
-		if (!ret && devmem_unpack_add(c, &L->frags[B->first], B->n) != (int)b + 1)
+		if (!ret && devmem_unpack_add(g, fr, B->n) != (int)b + 1)
+			ret = -EIO;
+		if (!ret && devmem_unpack_add(c, fr, B->n) != (int)b + 1)
 			ret = -EIO;
 		/* the image is rewritten for the next batch: this one must be done */
 		if (!ret && devmem_unpack_completed(g, true) != (int)b + 1)
@@ -84,6 +96,7 @@ static int compare(struct devmem_mem *mem, const struct uc_layout *L, unsigned i
 	devmem_unpack_close(g);
 	devmem_unpack_close(c);
 	cu->mem_free(d);
+	free(fr);
 	free(stream);
 	free(dst0);
 	free(cpu_dst);
@@ -94,15 +107,16 @@ static int compare(struct devmem_mem *mem, const struct uc_layout *L, unsigned i
 
 static int check_all(struct devmem_mem *mem)
 {
-	struct uc_layout R[3] = { 0 }, D = { 0 };
+	struct uc_layout R[4] = { 0 }, D = { 0 };
 	int rec;
 
-	uc_random(&R[0], 4 << 20, 1);
-	uc_random(&R[1], 1 << 20, 2);
-	uc_random(&R[2], 6 << 20, 3);
+	uc_random(&R[0], 4 << 20, 1, 0);
+	uc_random(&R[1], 1 << 20, 2, 0);
+	uc_random(&R[2], 6 << 20, 3, 0);
+	uc_random(&R[3], 4 << 20, 4, 1);	/* with linear bytes */
 	rec = uc_recorded(&D, "data/frags-devtcp.txt", 6 << 20);
 	CHECK(rec == 0, "the recorded devtcp layout loads");
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		uc_trim(&R[i]);
 	if (!rec)
 		uc_trim(&D);
@@ -110,22 +124,92 @@ static int check_all(struct devmem_mem *mem)
 		for (unsigned int o = DEVMEM_UNPACK_COPY; o <= DEVMEM_UNPACK_AVG; o++) {
 			if (o == DEVMEM_UNPACK_COPY && t)
 				continue;	/* copying has no type */
-			for (int i = 0; i < 3; i++)
-				compare(mem, &R[i], t, o, "random");
+			for (int i = 0; i < 4; i++)
+				compare(mem, &R[i], t, o, i < 3 ? "random" : "mixed");
 			if (!rec)
 				compare(mem, &D, t, o, "recorded");
 		}
 	}
-	printf("layouts: random %u/%u/%u fragments, recorded %u (%u batches, %zu bytes); "
-	       "%u runs compared with the CPU\n", R[0].nfrags, R[1].nfrags, R[2].nfrags, D.nfrags,
-	       D.nbatches, D.bytes, compared);
-	for (int i = 0; i < 3; i++) {
+	printf("layouts: random %u/%u/%u fragments, mixed with linear bytes %u, recorded %u "
+	       "(%u batches, %zu bytes); %u runs compared with the CPU\n", R[0].nfrags,
+	       R[1].nfrags, R[2].nfrags, R[3].nfrags, D.nfrags, D.nbatches, D.bytes, compared);
+	for (int i = 0; i < 4; i++) {
 		free(R[i].frags);
 		free(R[i].batches);
 	}
 	free(D.frags);
 	free(D.batches);
 	return 0;
+}
+
+/*
+ * devmem_rx_unpack into device memory: 16 MB of fp32 from a forked writer
+ * over loopback, summed (then copied) into a CUDA destination in receives
+ * of random sizes, against the host's sum.
+ */
+static void rx_stream(struct devmem_mem *mem)
+{
+	const size_t n = 4u << 20, bytes = n * sizeof(float);
+	float *vals = malloc(bytes), *base = malloc(bytes), *got = malloc(bytes);
+	CUdeviceptr d = dev_alloc(bytes);
+	struct devmem_unpack *u;
+
+	for (size_t i = 0; i < n; i++) {
+		vals[i] = (float)(i % 1000) * 0.25f;
+		base[i] = (float)(i % 777) - 100.0f;
+	}
+	if (devmem_unpack_open(&u, mem)) {
+		printf("not ok: open: %s\n", devmem_last_error());
+		exit(1);
+	}
+	for (int op = DEVMEM_UNPACK_SUM; op >= DEVMEM_UNPACK_COPY; op--) {
+		struct devmem_rx *rx;
+		int cli, srv, bad = 0, calls = 0;
+		size_t have = 0;
+		ssize_t r = 0;
+		pid_t pid;
+
+		cu->memcpy_htod(d, base, bytes);
+		if (tcp_pair(&cli, &srv) || devmem_rx_open(&rx, srv, 0)) {
+			CHECK(0, "loopback TCP pair");
+			break;
+		}
+		pid = fork();
+		if (!pid) {
+			for (size_t off = 0; off < bytes; off += (size_t)r)
+				if ((r = write(cli, (char *)vals + off, bytes - off)) <= 0)
+					_exit(1);
+			_exit(0);
+		}
+		close(cli);
+		devmem_unpack_begin(u, (void *)(uintptr_t)d, bytes, DEVMEM_UNPACK_FP32, op, 1);
+		srand(9);
+		while (have < bytes) {
+			r = devmem_rx_unpack(rx, u, 1 + (size_t)rand() % 300000, 0);
+			if (r <= 0)
+				break;
+			have += (size_t)r;
+			calls++;
+		}
+		CHECK(devmem_rx_unpack_wait(rx) == 0, "wait: %s", devmem_last_error());
+		waitpid(pid, NULL, 0);
+		cu->memcpy_dtoh(got, d, bytes);
+		for (size_t i = 0; i < n; i++)
+			bad += got[i] != (op == DEVMEM_UNPACK_SUM ? base[i] + vals[i] : vals[i]);
+		CHECK(have == bytes && !bad, "devmem_rx_unpack over TCP into GPU memory, %s: %zu of %zu "
+		      "bytes in %d receives, %d elements wrong (%zd '%s')",
+		      op == DEVMEM_UNPACK_SUM ? "fp32 sum" : "copy", have, bytes, calls, bad, r,
+		      r < 0 ? devmem_last_error() : "");
+		printf("devmem_rx_unpack into GPU memory, %s: %zu bytes in %d receives, %d wrong\n",
+		       op == DEVMEM_UNPACK_SUM ? "fp32 sum" : "copy", have, calls, bad);
+		devmem_rx_close(rx);
+		close(srv);
+	}
+	devmem_unpack_close(u);
+	cu->mem_free(d);
+	free(vals);
+	free(base);
+	free(got);
 }
 
 static double now(void)
@@ -212,10 +296,12 @@ int main(int argc, char **argv)
 	cu->device_get(&dev, 0);
 	cu->primary_ctx_retain(&ctx, dev);
 	cu->ctx_set_current(ctx);
-	if (argc > 1 && !strcmp(argv[1], "bench"))
+	if (argc > 1 && !strcmp(argv[1], "bench")) {
 		bench(mem);
-	else
+	} else {
 		check_all(mem);
+		rx_stream(mem);
+	}
 	devmem_mem_free(mem);
 	cu->primary_ctx_release(dev);
 	return check_done("gpu_unpack");

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The cmsg walk of a devmem receive, the batching of returned tokens, the
- * receive window kept within the buffers. */
+ * receive window kept within the buffers, receives unpacked into a stream. */
 #include <errno.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "devtcp/check.h"
+#include "tcp_pair.h"
 
 #define MSG devmem_last_error()
 #define HAS(s) (strstr(MSG, (s)) != NULL)
@@ -163,23 +166,6 @@ static void open_checks(void)
 	close(s);
 }
 
-/* A connected loopback TCP pair: the accepted end in *srv. */
-static int tcp_pair(int *cli, int *srv)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-
-	*cli = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0 || *cli < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
-	    getsockname(l, (struct sockaddr *)&a, &al) ||
-	    connect(*cli, (struct sockaddr *)&a, sizeof(a)))
-		return -1;
-	*srv = accept(l, NULL, NULL);
-	close(l);
-	return *srv < 0 ? -1 : 0;
-}
-
 static int sockopt(int s, int level, int name)
 {
 	int v = -1;
@@ -285,6 +271,93 @@ static void recv_upto(void)
 	close(srv);
 }
 
+/*
+ * devmem_rx_unpack on a plain TCP pair (every byte linear) into host
+ * memory: 1.2 MB of int32 summed into a destination in receives of random
+ * sizes (elements split between them), then -ENOSPC once it is full; a
+ * stream that ends within a receive: -EPIPE.
+ */
+static void rx_unpack(void)
+{
+	enum { N = 300000 };
+	int32_t *vals = malloc(N * sizeof(*vals)), *dst = malloc(N * sizeof(*dst));
+	static unsigned char image[4096];
+	struct devmem_unpack *u;
+	struct devmem_rx *rx;
+	int cli, srv, bad = 0, calls = 0;
+	size_t got = 0;
+	ssize_t n = 0;
+	pid_t pid;
+
+	for (int i = 0; i < N; i++) {
+		vals[i] = i * 3 + 1;
+		dst[i] = 1000 - i;
+	}
+	if (tcp_pair(&cli, &srv)) {
+		CHECK(0, "loopback TCP pair: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (!pid) {
+		ssize_t w = 0;
+
+		for (size_t off = 0; off < N * sizeof(*vals); off += (size_t)w) {
+			w = write(cli, (char *)vals + off, N * sizeof(*vals) - off);
+			if (w <= 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(cli);
+	CHECK(devmem_rx_open(&rx, srv, 0) == 0 && dm_unpack_open(&u, NULL, image, sizeof(image)) == 0,
+	      "open: %s", MSG);
+	CHECK(devmem_rx_unpack(rx, u, 100, 0) == -ENOSPC && HAS("none was begun"),
+	      "no stream begun: ENOSPC '%s'", MSG);
+	CHECK(devmem_unpack_begin(u, dst, N * sizeof(*dst), DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_SUM,
+				  1) == 0, "begin: %s", MSG);
+	srand(5);
+	while (got < N * sizeof(*dst)) {
+		n = devmem_rx_unpack(rx, u, 1 + (size_t)rand() % 70000, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		calls++;
+	}
+	CHECK(got == N * sizeof(*dst), "the whole stream in %d receives: %zu bytes (%zd '%s')",
+	      calls, got, n, MSG);
+	for (int i = 0; i < N; i++)
+		bad += dst[i] != 1000 - i + i * 3 + 1;
+	CHECK(!bad, "every element summed into the destination (%d wrong)", bad);
+	CHECK(devmem_rx_unpack(rx, u, 100, 0) == -ENOSPC && HAS("full"), "then ENOSPC: '%s'",
+	      MSG);
+	CHECK(devmem_rx_unpack_wait(rx) == 0 && devmem_rx_held(rx) == 0, "nothing held");
+	waitpid(pid, NULL, 0);
+	n = devmem_rx_unpack(rx, u, 100, 0);
+	CHECK(n == -ENOSPC, "still full: %zd", n);
+	CHECK(devmem_unpack_begin(u, dst, 100, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1) == 0,
+	      "a new stream");
+	n = devmem_rx_unpack(rx, u, 100, 0);
+	CHECK(n == 0, "the sender is gone: end of stream, %zd", n);
+	devmem_rx_close(rx);
+	close(srv);
+
+	/* 50 bytes of the 100 wanted, then the end */
+	if (tcp_pair(&cli, &srv))
+		return;
+	CHECK(write(cli, vals, 50) == 50, "send 50");
+	close(cli);
+	devmem_rx_open(&rx, srv, 0);
+	n = devmem_rx_unpack(rx, u, 100, 0);
+	CHECK(n == -EPIPE && HAS("stream ended after 50 of 100"), "EPIPE: %zd '%s'", n, MSG);
+	CHECK(devmem_rx_unpack(NULL, u, 1, 0) == -EINVAL && devmem_rx_unpack_wait(NULL) == -EINVAL,
+	      "NULL arguments refused");
+	devmem_rx_close(rx);
+	close(srv);
+	devmem_unpack_close(u);
+	free(vals);
+	free(dst);
+}
+
 int main(void)
 {
 	mixed_fragments();
@@ -294,5 +367,6 @@ int main(void)
 	open_checks();
 	window_limit();
 	recv_upto();
+	rx_unpack();
 	return check_done("t_rx");
 }

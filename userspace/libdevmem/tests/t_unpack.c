@@ -4,7 +4,8 @@
  * reference gpu_unpack compares the GPU with): the fp16/bf16 conversions at
  * known values, then every type and operation over random fragment layouts
  * (lengths 1-9000 bytes, any alignment, elements split across fragments and
- * batches) and over the layout a devtcp devmem receive produced
+ * batches; with linear bytes mixed in, as receives report bytes that did
+ * not land in the dma-buf) and over the layout a devtcp devmem receive produced
  * (data/frags-devtcp.txt), the result compared byte for byte with the
  * element-by-element definition; then the errors.
  */
@@ -49,9 +50,16 @@ static void conversions(void)
 
 /* Runs @L through devmem_unpack with @type and @op; the result against the
  * definition. */
+static int put_image(void *image, uint64_t off, const void *p, uint32_t len)
+{
+	memcpy((unsigned char *)image + off, p, len);
+	return 0;
+}
+
 static void run_case(const struct uc_layout *L, unsigned int type, unsigned int op,
 		     const char *layout)
 {
+	struct devmem_frag *fr = malloc(L->nfrags * sizeof(*fr));
 	unsigned int es = uc_size(type), avg_n = op == DEVMEM_UNPACK_AVG ? 3 : 1;
 	size_t bytes = L->bytes, pos = 0;
 	unsigned char *stream = malloc(bytes), *dst = aligned_alloc(64, (bytes + 127) & ~(size_t)63);
@@ -77,13 +85,8 @@ static void run_case(const struct uc_layout *L, unsigned int type, unsigned int 
 	for (unsigned int b = 0; b < L->nbatches && !bad; b++) {
 		const struct uc_batch *B = &L->batches[b];
 
-		for (unsigned int i = 0; i < B->n; i++) {
-			const struct devmem_frag *f = &L->frags[B->first + i];
-
-			memcpy(image + f->offset, stream + pos, f->len);
-			pos += f->len;
-		}
-		ret = devmem_unpack_add(u, &L->frags[B->first], B->n);
+		uc_place(L, B, stream, &pos, fr, put_image, image);
+		ret = devmem_unpack_add(u, fr, B->n);
 		bad = ret != (int)b + 1;
 	}
 	CHECK(!bad, "%s %s %s: batch %d of %u: %s", layout, uc_type_name[type], uc_op_name[op], ret,
@@ -93,6 +96,7 @@ static void run_case(const struct uc_layout *L, unsigned int type, unsigned int 
 	      layout, uc_type_name[type], uc_op_name[op], bytes, L->nfrags, L->nbatches);
 	devmem_unpack_close(u);
 out:
+	free(fr);
 	free(stream);
 	free(dst);
 	free(want);
@@ -101,11 +105,16 @@ out:
 
 static void layouts(void)
 {
-	struct uc_layout R = { 0 }, D = { 0 };
+	struct uc_layout R = { 0 }, M = { 0 }, D = { 0 };
+	unsigned int mlin = 0;
 	int rec;
 
-	uc_random(&R, 3 << 20, 7);
+	uc_random(&R, 3 << 20, 7, 0);
 	uc_trim(&R);
+	uc_random(&M, 3 << 20, 8, 1);
+	uc_trim(&M);
+	for (unsigned int i = 0; i < M.nfrags; i++)
+		mlin += !M.frags[i].dmabuf_id;
 	rec = uc_recorded(&D, "data/frags-devtcp.txt", 0);
 
 	CHECK(rec == 0, "the recorded devtcp layout (tests/data/frags-devtcp.txt) loads");
@@ -114,17 +123,22 @@ static void layouts(void)
 	for (unsigned int t = DEVMEM_UNPACK_INT32; t <= DEVMEM_UNPACK_FP64; t++) {
 		for (unsigned int o = DEVMEM_UNPACK_SUM; o <= DEVMEM_UNPACK_AVG; o++) {
 			run_case(&R, t, o, "random");
+			run_case(&M, t, o, "mixed");
 			if (D.nfrags)
 				run_case(&D, t, o, "recorded");
 		}
 	}
 	run_case(&R, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, "random");
+	run_case(&M, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, "mixed");
 	if (D.nfrags)
 		run_case(&D, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, "recorded");
-	printf("random layout: %u fragments in %u batches; recorded: %u in %u\n", R.nfrags,
-	       R.nbatches, D.nfrags, D.nbatches);
+	printf("random layout: %u fragments in %u batches; mixed: %u, %u of them linear; "
+	       "recorded: %u in %u\n", R.nfrags, R.nbatches, M.nfrags, mlin, D.nfrags, D.nbatches);
+	CHECK(mlin > M.nfrags / 8, "the mixed layout has linear fragments (%u)", mlin);
 	free(R.frags);
 	free(R.batches);
+	free(M.frags);
+	free(M.batches);
 	free(D.frags);
 	free(D.batches);
 }
@@ -137,7 +151,7 @@ static void errors(void)
 	static unsigned char image[65536], dst[4096] __attribute__((aligned(8)));
 	struct devmem_frag f[2] = { { .offset = 0, .len = 100, .dmabuf_id = 1 },
 				    { .offset = 65500, .len = 100, .dmabuf_id = 1 } };
-	struct devmem_frag lin = { .len = 10, .linear = image };
+	struct devmem_frag lin = { .len = 10, .linear = NULL };
 	struct devmem_unpack *u;
 
 	if (dm_unpack_open(&u, NULL, image, sizeof(image))) {
@@ -153,7 +167,7 @@ static void errors(void)
 	CHECK(devmem_unpack_begin(u, dst, 150, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1) == 0,
 	      "begin");
 	ERR(devmem_unpack_add(u, f + 1, 1), -EINVAL, "outside the 65536-byte dma-buf");
-	ERR(devmem_unpack_add(u, &lin, 1), -EINVAL, "linear bytes");
+	ERR(devmem_unpack_add(u, &lin, 1), -EINVAL, "linear is NULL");
 	f[1].offset = 200;
 	ERR(devmem_unpack_add(u, f, 2), -EINVAL, "past the destination's 150");
 	ERR(devmem_unpack_add(u, f, DEVMEM_UNPACK_MAX_FRAGS + 1), -E2BIG, "at most 4096");

@@ -2,8 +2,10 @@
 /*
  * Shared by t_unpack (the CPU, in CI) and gpu_unpack (a GPU): a stream of
  * typed values scattered over a dma-buf image as fragments, batch by batch,
- * either at random (lengths 1 to 9000 bytes, any offset and alignment) or
- * as a recorded devtcp devmem receive laid them out
+ * either at random (lengths 1 to 9000 bytes, any offset and alignment; with
+ * @linear, some fragments are linear bytes in host memory, runs of them and
+ * a few longer than a GPU launch's linear scratch) or as a recorded devtcp
+ * devmem receive laid them out
  * (data/frags-devtcp.txt: "batch" lines, then "offset len" per fragment);
  * and the expected result computed element by element, independently of
  * unpack_cpu.c's loop.
@@ -33,6 +35,9 @@ struct uc_layout {
 	size_t bytes;		/* the stream */
 };
 
+/* A fragment at dma-buf offset @off, or (@off UC_LINEAR) linear bytes. */
+#define UC_LINEAR	UINT64_MAX
+
 static inline void uc_add(struct uc_layout *L, uint64_t off, uint32_t len, int new_batch)
 {
 	if (L->nfrags == L->cap) {
@@ -46,14 +51,16 @@ static inline void uc_add(struct uc_layout *L, uint64_t off, uint32_t len, int n
 		}
 		L->batches[L->nbatches++] = (struct uc_batch){ L->nfrags, 0 };
 	}
-	L->frags[L->nfrags++] = (struct devmem_frag){ .offset = off, .len = len, .dmabuf_id = 1 };
+	L->frags[L->nfrags++] = off == UC_LINEAR ? (struct devmem_frag){ .len = len } :
+		(struct devmem_frag){ .offset = off, .len = len, .dmabuf_id = 1 };
 	L->batches[L->nbatches - 1].n++;
 	L->bytes += len;
 }
 
 /* Random: batches of 1-64 fragments, each batch's fragments apart in the
- * image (they are held at once), anywhere in it. */
-static inline void uc_random(struct uc_layout *L, size_t bytes, unsigned int seed)
+ * image (they are held at once), anywhere in it; with @linear, one in four
+ * is linear and one in fifty of those 64-200 KiB long. */
+static inline void uc_random(struct uc_layout *L, size_t bytes, unsigned int seed, int linear)
 {
 	srand(seed);
 	while (L->bytes < bytes) {
@@ -62,15 +69,45 @@ static inline void uc_random(struct uc_layout *L, size_t bytes, unsigned int see
 
 		for (unsigned int i = 0; i < n && L->bytes < bytes; i++) {
 			uint32_t len = 1 + rand() % 9000;
+			int lin = linear && rand() % 4 == 0;
 
+			if (lin && rand() % 50 == 0)
+				len = (64u << 10) + rand() % (136u << 10);
 			if (len > bytes - L->bytes)
 				len = (uint32_t)(bytes - L->bytes);
+			if (lin) {
+				uc_add(L, UC_LINEAR, len, i == 0);
+				continue;
+			}
 			if (off + len > UC_IMAGE)
 				off = (uint64_t)(rand() % 4096);
 			uc_add(L, off, len, i == 0);
 			off += len + rand() % 300;
 		}
 	}
+}
+
+/*
+ * The stream's bytes (@stream) where a batch's fragments say: written into
+ * the image (the caller's, through @put) for dma-buf fragments, pointed at
+ * for linear ones (in the copy @out of the batch's descriptors).
+ */
+static inline int uc_place(const struct uc_layout *L, const struct uc_batch *B,
+			   const unsigned char *stream, size_t *pos, struct devmem_frag *out,
+			   int (*put)(void *arg, uint64_t off, const void *p, uint32_t len),
+			   void *arg)
+{
+	for (unsigned int i = 0; i < B->n; i++) {
+		out[i] = L->frags[B->first + i];
+		if (out[i].dmabuf_id) {
+			if (put(arg, out[i].offset, stream + *pos, out[i].len))
+				return -1;
+		} else {
+			out[i].linear = stream + *pos;
+		}
+		*pos += out[i].len;
+	}
+	return 0;
 }
 
 /* The recorded layout, repeated until @bytes (0: once); -1 if unreadable. */
