@@ -51,7 +51,8 @@ static int release_done(struct devmem_rx *rx, struct dm_rx_pending *p, bool wait
 {
 	int done, ret = 0;
 
-	if (!p->count)
+	/* waiting covers batches of linear bytes only, which hold nothing */
+	if (!p->u || (!p->count && !wait))
 		return 0;
 	done = devmem_unpack_completed(p->u, wait);
 	if (done < 0)

@@ -36,6 +36,11 @@ _Static_assert((int)DEVMEM_UNPACK_INT32 == (int)DM_UNPACK_INT32 &&
 
 #ifdef DEVMEM_HAVE_GPU_KERNELS
 extern const char _binary_unpack_fatbin_start[];
+#define KERNEL_IMAGE _binary_unpack_fatbin_start
+#else
+/* Built without nvcc: a real driver refuses this image (EOPNOTSUPP, below);
+ * the tests' stand-in libcuda runs its kernels on the CPU. */
+static const char KERNEL_IMAGE[] = "";
 #endif
 
 struct dm_slot {
@@ -98,26 +103,29 @@ static void leave(struct devmem_unpack *u)
 
 static int gpu_open(struct devmem_unpack *u, struct devmem_cuda *cuda)
 {
+	struct devmem_cuda_errname n;
+	CUresult res;
 	void *ctx;
 
 	devmem_cuda_where(cuda, &u->base, &ctx, &u->cu);
 	u->ctx = ctx;
-#ifndef DEVMEM_HAVE_GPU_KERNELS
-	u->cu = NULL;	/* nothing to release */
-	return devmem_fail(-EOPNOTSUPP, "devmem_unpack: this libdevmem was built without nvcc, "
-			   "so it has no GPU kernels for CUDA memory (rebuild it where "
-			   "/usr/local/cuda/bin/nvcc exists)");
-#else
-	struct devmem_cuda_errname n;
-	CUresult res;
 
 	if (!u->cu->module_load_data || !u->cu->launch_kernel || !u->cu->event_query ||
-	    !u->cu->memcpy_htod_async)
+	    !u->cu->memcpy_htod_async) {
+		u->cu = NULL;	/* nothing to release */
 		return devmem_fail(-EOPNOTSUPP, "devmem_unpack: the CUDA library lacks the kernel "
 				   "launch API (cuModuleLoadData, cuLaunchKernel)");
+	}
 	if (enter(u))
 		return -EIO;
-	res = u->cu->module_load_data(&u->mod, _binary_unpack_fatbin_start);
+	res = u->cu->module_load_data(&u->mod, KERNEL_IMAGE);
+	if (res && !KERNEL_IMAGE[0]) {
+		leave(u);
+		u->cu = NULL;
+		return devmem_fail(-EOPNOTSUPP, "devmem_unpack: this libdevmem was built without "
+				   "nvcc, so it has no GPU kernels for CUDA memory (rebuild it where "
+				   "/usr/local/cuda/bin/nvcc exists)");
+	}
 	if (!res)
 		res = u->cu->module_get_function(&u->gather, u->mod, "devmem_unpack_gather");
 	if (!res)
@@ -143,7 +151,6 @@ static int gpu_open(struct devmem_unpack *u, struct devmem_cuda *cuda)
 	leave(u);
 	return res ? devmem_fail(-EIO, "devmem_unpack: setting up the GPU kernels: %s",
 				 cu_err(u->cu, res, &n)) : 0;
-#endif
 }
 
 static void gpu_close(struct devmem_unpack *u)

@@ -9,12 +9,32 @@
  * page-aligned export ranges. cuMemAlloc returns addresses 256 bytes past a
  * page boundary, as the driver may; the dma-buf export is a memfd.
  * FAKE_CUDA_NO_DMABUF=1 makes the device unable to export dma-bufs.
+ *
+ * It also runs devmem_unpack's two kernels, on the CPU (unpack_cpu.c), in
+ * stream order on a worker thread: the asynchronous copies, launches and
+ * events that libdevmem's GPU path uses, so that path runs where there is
+ * no GPU. FAKE_CUDA_KERNEL_US delays each launch that long (a slow GPU:
+ * fragments handed back before their batch ran would be overwritten by
+ * the NIC first). With FAKE_CUDA_UDMABUF=1 a dma-buf export is a real
+ * udmabuf over the allocation's memory, which a NIC can be bound to: the
+ * VM tests receive devmem TCP into this "GPU memory".
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
+#include <linux/udmabuf.h>
+
+#include "unpack_abi.h"
+
+void dm_unpack_cpu(const struct dm_unpack_launch *l, const struct dm_unpack_frag *f);
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -28,11 +48,16 @@ typedef struct CUctx_st *CUcontext;
 #define INVALID_DEVICE	101
 #define INVALID_CONTEXT	201
 #define OS_ERROR	304
+#define INVALID_IMAGE	200
+#define NOT_FOUND	500
+#define NOT_READY	600
 
 #define MAX_ALLOCS	64
 #define OFFSET		256
 
-static struct { char *map; size_t len; } allocs[MAX_ALLOCS];
+/* Device memory: a memfd mapped twice, PROT_NONE where the caller sees it
+ * and read-write for the copies and kernels here. */
+static struct { char *map, *rw; size_t len; int fd; } allocs[MAX_ALLOCS];
 static int inited, retained, live_allocs, exports, pushed, host_allocs;
 static char the_ctx;
 static __thread CUcontext current, stack[8];
@@ -133,14 +158,30 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size)
 	if (!in_ctx())
 		return INVALID_CONTEXT;
 	for (int i = 0; i < MAX_ALLOCS; i++) {
+		int fd;
+
 		if (allocs[i].map)
 			continue;
-		allocs[i].map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (allocs[i].map == MAP_FAILED) {
+		/* sealed against shrinking, as udmabuf wants */
+		fd = memfd_create("fake-cuda-mem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0 || ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+			if (fd >= 0)
+				close(fd);
+			return OUT_OF_MEMORY;
+		}
+		allocs[i].map = mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, 0);
+		allocs[i].rw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (allocs[i].map == MAP_FAILED || allocs[i].rw == MAP_FAILED) {
+			if (allocs[i].map != MAP_FAILED)
+				munmap(allocs[i].map, len);
+			if (allocs[i].rw != MAP_FAILED)
+				munmap(allocs[i].rw, len);
 			allocs[i].map = NULL;
+			close(fd);
 			return OUT_OF_MEMORY;
 		}
 		allocs[i].len = len;
+		allocs[i].fd = fd;
 		live_allocs++;
 		*p = (CUdeviceptr)allocs[i].map + OFFSET;
 		return OK;
@@ -157,6 +198,8 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 	if (i < 0 || (char *)p != allocs[i].map + OFFSET)
 		return INVALID_VALUE;
 	munmap(allocs[i].map, allocs[i].len);
+	munmap(allocs[i].rw, allocs[i].len);
+	close(allocs[i].fd);
 	allocs[i].map = NULL;
 	live_allocs--;
 	return OK;
@@ -170,39 +213,64 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size,
 
 	if (!in_ctx())
 		return INVALID_CONTEXT;
-	if (type != 1 || flags || (p % page) || (size % page) || find(p, size) < 0)
+	int i = find(p, size);
+	const char *udma = getenv("FAKE_CUDA_UDMABUF");
+
+	if (type != 1 || flags || (p % page) || (size % page) || i < 0)
 		return INVALID_VALUE;
-	fd = memfd_create("fake-cuda-dmabuf", 0);
-	if (fd < 0 || ftruncate(fd, size))
-		return OS_ERROR;
+	if (udma && *udma == '1') {
+		struct udmabuf_create c = { .memfd = (uint32_t)allocs[i].fd, .flags = UDMABUF_FLAGS_CLOEXEC,
+					    .offset = (uint64_t)((char *)p - allocs[i].map), .size = size };
+		int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+
+		fd = dev < 0 ? -1 : ioctl(dev, UDMABUF_CREATE, &c);
+		if (dev >= 0)
+			close(dev);
+		if (fd < 0)
+			return OS_ERROR;
+	} else {
+		fd = memfd_create("fake-cuda-dmabuf", 0);
+		if (fd < 0 || ftruncate(fd, size))
+			return OS_ERROR;
+	}
 	exports++;
 	memcpy(handle, &fd, sizeof(fd));
 	return OK;
 }
 
-/* Copies through a moment's mapping: a copy past the allocation fails. */
-static CUresult dev_copy(void *dst, const void *src, CUdeviceptr dev, size_t len, int prot)
+/* Where the fake reads and writes device address @dev (@len bytes of one
+ * allocation), or NULL. */
+static char *rw_of(CUdeviceptr dev, size_t len)
 {
 	int i = find(dev, len);
 
+	return i < 0 ? NULL : allocs[i].rw + ((char *)dev - allocs[i].map);
+}
+
+/* Copies through the read-write mapping: a copy past the allocation fails. */
+static CUresult dev_copy(void *dst, const void *src, CUdeviceptr dev, size_t len, int to_dev)
+{
+	char *rw = rw_of(dev, len);
+
 	if (!in_ctx())
 		return INVALID_CONTEXT;
-	if (i < 0)
+	if (!rw)
 		return INVALID_VALUE;
-	mprotect(allocs[i].map, allocs[i].len, prot);
-	memcpy(dst, src, len);
-	mprotect(allocs[i].map, allocs[i].len, PROT_NONE);
+	if (to_dev)
+		memcpy(rw, src, len);
+	else
+		memcpy(dst, rw, len);
 	return OK;
 }
 
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len)
 {
-	return dev_copy(dst, (const void *)src, src, len, PROT_READ);
+	return dev_copy(dst, NULL, src, len, 0);
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t len)
 {
-	return dev_copy((void *)dst, src, dst, len, PROT_WRITE);
+	return dev_copy(NULL, src, dst, len, 1);
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t len)
@@ -254,4 +322,271 @@ CUresult cuGetErrorName(CUresult err, const char **name)
 	case INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; return OK;
 	}
 	return INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------------
+ * Streams, events and devmem_unpack's kernels. Every stream's work goes
+ * through one queue, run in order by one worker thread: asynchronous as on
+ * a GPU (a launch returns before it has run), in order as a stream is.
+ */
+enum { OP_COPY, OP_LAUNCH, OP_EVENT };
+
+struct fake_op {
+	int kind;
+	struct fake_op *next;
+	uint64_t seq;
+	/* OP_COPY */
+	CUdeviceptr dst;
+	const void *src;
+	size_t len;
+	/* OP_LAUNCH */
+	int reduce;
+	struct dm_unpack_launch l;
+	CUdeviceptr frags;
+};
+
+struct fake_event {
+	uint64_t seq;	/* done once the queue has run this far */
+};
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_more = PTHREAD_COND_INITIALIZER, q_done = PTHREAD_COND_INITIALIZER;
+static struct fake_op *q_head, *q_tail;
+static uint64_t q_queued, q_ran;
+static int q_started, q_errors;
+static char the_module, fn_gather, fn_reduce, a_stream;
+
+/* For the tests: launches that read or wrote outside device memory. */
+int fake_cuda_kernel_errors(void) { return q_errors; }
+
+static void run_launch(struct fake_op *o)
+{
+	struct dm_unpack_launch l = o->l;
+	size_t nf = l.n * sizeof(struct dm_unpack_frag);
+	const struct dm_unpack_frag *f = (const void *)rw_of(o->frags, nf);
+	const char *us = getenv("FAKE_CUDA_KERNEL_US");
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	if (us && atoi(us) > 0)
+		usleep((useconds_t)atoi(us));
+	for (uint32_t i = 0; f && i < l.n; i++) {
+		if (f[i].src < lo)
+			lo = f[i].src;
+		if (f[i].src + f[i].len > hi)
+			hi = f[i].src + f[i].len;
+	}
+	/* the base as the fake sees it: the fragments' extent must lie in it */
+	l.base = (const unsigned char *)rw_of((CUdeviceptr)l.base + (lo == UINT64_MAX ? 0 : lo),
+					      hi > lo ? hi - lo : 0);
+	if (l.base)
+		l.base -= lo == UINT64_MAX ? 0 : lo;
+	l.dst = (unsigned char *)rw_of((CUdeviceptr)l.dst + l.start, l.end - l.start);
+	if (l.dst)
+		l.dst -= l.start;
+	l.carry_in = (const unsigned char *)rw_of((CUdeviceptr)l.carry_in, 8);
+	l.carry_out = (unsigned char *)rw_of((CUdeviceptr)l.carry_out, 8);
+	if (!f || !l.base || !l.dst || !l.carry_in || !l.carry_out) {
+		q_errors++;
+		return;
+	}
+	dm_unpack_cpu(&l, f);
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&q_lock);
+	for (;;) {
+		struct fake_op *o;
+
+		while (!q_head)
+			pthread_cond_wait(&q_more, &q_lock);
+		o = q_head;
+		q_head = o->next;
+		if (!q_head)
+			q_tail = NULL;
+		pthread_mutex_unlock(&q_lock);
+		if (o->kind == OP_COPY) {
+			char *rw = rw_of(o->dst, o->len);
+
+			if (rw)
+				memcpy(rw, o->src, o->len);
+			else
+				q_errors++;
+		} else if (o->kind == OP_LAUNCH) {
+			run_launch(o);
+		}
+		pthread_mutex_lock(&q_lock);
+		q_ran = o->seq;
+		free(o);
+		pthread_cond_broadcast(&q_done);
+	}
+	return NULL;
+}
+
+/* Queues @o; its number in *@seq. */
+static CUresult enqueue(struct fake_op *o, uint64_t *seq)
+{
+	pthread_t t;
+
+	if (!o)
+		return OUT_OF_MEMORY;
+	pthread_mutex_lock(&q_lock);
+	if (!q_started) {
+		if (pthread_create(&t, NULL, worker, NULL)) {
+			pthread_mutex_unlock(&q_lock);
+			free(o);
+			return OUT_OF_MEMORY;
+		}
+		pthread_detach(t);
+		q_started = 1;
+	}
+	o->seq = ++q_queued;
+	if (seq)
+		*seq = o->seq;
+	if (q_tail)
+		q_tail->next = o;
+	else
+		q_head = o;
+	q_tail = o;
+	pthread_cond_signal(&q_more);
+	pthread_mutex_unlock(&q_lock);
+	return OK;
+}
+
+static void wait_for(uint64_t seq)
+{
+	pthread_mutex_lock(&q_lock);
+	while (q_ran < seq)
+		pthread_cond_wait(&q_done, &q_lock);
+	pthread_mutex_unlock(&q_lock);
+}
+
+CUresult cuModuleLoadData(void **mod, const void *image)
+{
+	(void)image;
+	if (!in_ctx())
+		return INVALID_CONTEXT;
+	*mod = &the_module;
+	return OK;
+}
+
+CUresult cuModuleUnload(void *mod)
+{
+	return mod == &the_module ? OK : INVALID_VALUE;
+}
+
+CUresult cuModuleGetFunction(void **fn, void *mod, const char *name)
+{
+	if (mod != &the_module)
+		return INVALID_VALUE;
+	if (!strcmp(name, "devmem_unpack_gather"))
+		*fn = &fn_gather;
+	else if (!strcmp(name, "devmem_unpack_reduce"))
+		*fn = &fn_reduce;
+	else
+		return NOT_FOUND;
+	return OK;
+}
+
+CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int gz,
+			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+			void *stream, void **params, void **extra)
+{
+	struct fake_op *o;
+
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream;
+	if (!in_ctx())
+		return INVALID_CONTEXT;
+	if ((fn != &fn_gather && fn != &fn_reduce) || !params || extra)
+		return INVALID_VALUE;
+	o = calloc(1, sizeof(*o));
+	if (o) {
+		o->kind = OP_LAUNCH;
+		o->reduce = fn == &fn_reduce;
+		memcpy(&o->l, params[0], sizeof(o->l));
+		memcpy(&o->frags, params[1], sizeof(o->frags));
+	}
+	return enqueue(o, NULL);
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t len, void *stream)
+{
+	struct fake_op *o;
+
+	(void)stream;
+	if (!in_ctx())
+		return INVALID_CONTEXT;
+	if (find(dst, len) < 0)
+		return INVALID_VALUE;
+	o = calloc(1, sizeof(*o));
+	if (o) {
+		o->kind = OP_COPY;
+		o->dst = dst;
+		o->src = src;
+		o->len = len;
+	}
+	return enqueue(o, NULL);
+}
+
+CUresult cuStreamCreate(void **stream, unsigned int flags)
+{
+	(void)flags;
+	*stream = &a_stream;
+	return in_ctx() ? OK : INVALID_CONTEXT;
+}
+
+CUresult cuStreamDestroy_v2(void *stream)
+{
+	return stream == &a_stream ? OK : INVALID_VALUE;
+}
+
+CUresult cuStreamSynchronize(void *stream)
+{
+	(void)stream;
+	pthread_mutex_lock(&q_lock);
+	uint64_t last = q_queued;
+
+	pthread_mutex_unlock(&q_lock);
+	wait_for(last);
+	return OK;
+}
+
+CUresult cuEventCreate(struct fake_event **ev, unsigned int flags)
+{
+	(void)flags;
+	*ev = calloc(1, sizeof(**ev));
+	return *ev ? OK : OUT_OF_MEMORY;
+}
+
+CUresult cuEventDestroy_v2(struct fake_event *ev)
+{
+	free(ev);
+	return OK;
+}
+
+CUresult cuEventRecord(struct fake_event *ev, void *stream)
+{
+	struct fake_op *o = calloc(1, sizeof(*o));
+
+	(void)stream;
+	if (o)
+		o->kind = OP_EVENT;
+	return enqueue(o, &ev->seq);
+}
+
+CUresult cuEventQuery(struct fake_event *ev)
+{
+	bool done;
+
+	pthread_mutex_lock(&q_lock);
+	done = q_ran >= ev->seq;
+	pthread_mutex_unlock(&q_lock);
+	return done ? OK : NOT_READY;
+}
+
+CUresult cuEventSynchronize(struct fake_event *ev)
+{
+	wait_for(ev->seq);
+	return OK;
 }

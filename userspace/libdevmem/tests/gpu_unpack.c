@@ -21,6 +21,14 @@
 #include "tcp_pair.h"
 #include "unpack_check.h"
 
+/* t_unpack_fake.c builds this against the stand-in libcuda: smaller runs,
+ * its kernels being the CPU's. */
+#ifdef GPU_UNPACK_FAKE
+#define SCALE 8
+#else
+#define SCALE 1
+#endif
+
 static const struct devmem_cuda_api *cu;
 static unsigned int compared;
 
@@ -110,11 +118,11 @@ static int check_all(struct devmem_mem *mem)
 	struct uc_layout R[4] = { 0 }, D = { 0 };
 	int rec;
 
-	uc_random(&R[0], 4 << 20, 1, 0);
-	uc_random(&R[1], 1 << 20, 2, 0);
-	uc_random(&R[2], 6 << 20, 3, 0);
-	uc_random(&R[3], 4 << 20, 4, 1);	/* with linear bytes */
-	rec = uc_recorded(&D, "data/frags-devtcp.txt", 6 << 20);
+	uc_random(&R[0], (4 << 20) / SCALE, 1, 0);
+	uc_random(&R[1], (1 << 20) / SCALE, 2, 0);
+	uc_random(&R[2], (6 << 20) / SCALE, 3, 0);
+	uc_random(&R[3], (4 << 20) / SCALE, 4, 1);	/* with linear bytes */
+	rec = uc_recorded(&D, "data/frags-devtcp.txt", (6 << 20) / SCALE);
 	CHECK(rec == 0, "the recorded devtcp layout loads");
 	for (int i = 0; i < 4; i++)
 		uc_trim(&R[i]);
@@ -149,7 +157,7 @@ static int check_all(struct devmem_mem *mem)
  */
 static void rx_stream(struct devmem_mem *mem)
 {
-	const size_t n = 4u << 20, bytes = n * sizeof(float);
+	const size_t n = (4u << 20) / SCALE, bytes = n * sizeof(float);
 	float *vals = malloc(bytes), *base = malloc(bytes), *got = malloc(bytes);
 	CUdeviceptr d = dev_alloc(bytes);
 	struct devmem_unpack *u;
@@ -288,6 +296,10 @@ int main(int argc, char **argv)
 	CUdevice dev;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef GPU_UNPACK_FAKE
+	setenv("DEVMEM_LIBCUDA", "./fake_cuda.so", 1);
+	setenv("FAKE_CUDA_KERNEL_US", "20", 0);	/* launches that run late */
+#endif
 	if (devmem_cuda_load(false, &cu) != 1)
 		return check_skip("no CUDA driver: %s", devmem_last_error());
 	if (devmem_mem_cuda(&mem, 0, argc > 1 ? 512u << 20 : UC_IMAGE))
