@@ -46,6 +46,7 @@ userspace: provision
 	@$(MAKE) -s -C selftests/libdevmem
 	@$(MAKE) -s -C selftests/rdpm
 	@$(MAKE) -s -C selftests/coll
+	@$(MAKE) -s -C userspace/libdevcoll/tests fake_cuda.so
 	@$(MAKE) -s -C ompi
 	@$(MAKE) -s -C selftests/ompi
 	@selftests/vm/in-root make -s -C /devtcp/ompi O=/devtcp/build/ompi-vm OMPI_SRC=/usr/src/ompi-src

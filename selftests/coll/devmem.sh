@@ -4,7 +4,10 @@
 # coll_check over the plain receive path, then over the devmem receive path
 # (every connection steered to queue 6, a udmabuf bound there, reductions
 # reading the fragments in place), set up by the ranks themselves (root, no
-# rdpmd: DEVCOLL_DEVMEM_RDPM=auto takes the direct path), then through
+# rdpmd: DEVCOLL_DEVMEM_RDPM=auto takes the direct path), the same into
+# "GPU memory" (DEVCOLL_DEVMEM_MEM=cuda with the tests' stand-in libcuda,
+# whose device memory is a udmabuf the CPU cannot touch and whose unpack
+# kernels run late on a thread of their own), then through
 # rdpmd (one daemon per namespace, both ranks uid 1000,
 # DEVCOLL_DEVMEM_RDPM=on), and with 4 ranks, two per namespace on queues of
 # their own, whose connections within a namespace (loopback) stay plain.
@@ -86,6 +89,25 @@ for r in 0 1; do
 	check "devmem rank $r: windows limited to the connections' share, halved when the dup shares the dma-buf (${w2:-none}, ${w4:-none} bytes)" \
 		test "${w2:-0}" -gt 0 -a "${w4:-0}" = "$(( ${w2:-0} / 2 ))"
 done
+# The dma-buf in GPU memory: the stand-in libcuda's (userspace/libdevmem/
+# tests/fake_cuda.c). Its device memory is mapped PROT_NONE for the
+# library, so a payload read other than through the unpack kernels and the
+# driver's copies crashes the rank; its kernels run each launch 20 us late,
+# so a token handed back before its batch ran lets the NIC overwrite the
+# bytes first (and the results differ from the plain run's).
+fake=/devtcp/userspace/libdevcoll/tests/fake_cuda.so
+[ -f $fake ] || fail "$fake is not built (make -C userspace/libdevcoll/tests)"
+t0=$(date +%s)
+check "devmem into GPU memory (stand-in libcuda): every collective right on both ranks" \
+	run cuda 7150 devmem DEVCOLL_DEVMEM_MEM=cuda DEVMEM_LIBCUDA=$fake FAKE_CUDA_UDMABUF=1 \
+	FAKE_CUDA_KERNEL_US=20
+echo "devmem into GPU memory run: $(($(date +%s) - t0)) s"
+same_and_dmabuf cuda
+for r in 0 1; do
+	check "cuda rank $r: the dma-buf was GPU memory, read through the unpack kernels" \
+		grep -q "the dma-buf is GPU memory (CUDA device 0)" /tmp/coll.cuda.$r.err
+done
+
 # A dma-buf too small for the connections: every rank fails, saying so.
 run small 7250 devmem DEVCOLL_DEVMEM_SIZE=16384
 rc=$?

@@ -20,6 +20,14 @@
  * rules. A rank whose set-up failed tells the others (dm_agree), so every
  * rank fails with its message.
  *
+ * With DEVCOLL_DEVMEM_MEM=cuda the dma-buf is GPU memory
+ * (DEVCOLL_DEVMEM_CUDA_DEVICE, default 0), which the CPU cannot read. Each
+ * connection's message is then received batch by batch straight into a
+ * device buffer by libdevmem's unpack kernels (devmem_rx_unpack): a batch's
+ * tokens go back once its kernel has run, and the next receive overlaps it.
+ * When the message is complete one device-to-host copy brings it to the
+ * engine's buffer (or a reduction reads it from there).
+ *
  * rdpmd drops a binding when the NIC goes down or away, an administrator
  * drains it or a reload revokes access, and says so on the client socket.
  * That socket is in every sharing communicator's epoll set: the engine reads
@@ -52,7 +60,9 @@ struct dm_core {
 	struct devmem_nic *nic;		/* the direct path's */
 	struct devmem_mem *mem;
 	struct devmem_binding *binding;
-	const char *map;
+	const char *map;		/* host memory's mapping */
+	bool cuda;			/* GPU memory: read through the unpack kernels */
+	int cuda_device;
 	unsigned int queue;
 	pthread_mutex_t lock;	/* the nic handle's rules, the rdpm client,
 				 * the sockets */
@@ -64,8 +74,17 @@ struct dm_core {
 	char why[200];		/* and what happened */
 };
 
+/* A connection's receive into device memory (CUDA dma-buf). */
+struct dm_gpu {
+	struct devmem_unpack *u;
+	struct devmem_mem *dev;		/* the message, gathered */
+	char *host;			/* ... and read back, for a reduction */
+	size_t cap;
+};
+
 struct dm_state {
 	struct dm_core *core;
+	struct dm_gpu *gpu;		/* per connection, CUDA dma-bufs */
 	struct devmem_nic *nic;	/* the core's */
 	const char *map;	/* the core's */
 	uint32_t *rules;	/* rule ids, or rdpmd's flow ids */
@@ -328,6 +347,24 @@ static int direct_fail(int ret)
 	return dc_fail(ret, "devmem: %s", devmem_last_error());
 }
 
+/* The dma-buf, per DEVCOLL_DEVMEM_MEM: host memory (udmabuf) or GPU memory. */
+static int mem_new(struct dm_core *k, size_t size)
+{
+	const char *kind = getenv("DEVCOLL_DEVMEM_MEM");
+	int ret;
+
+	if (kind && !strcmp(kind, "cuda")) {
+		k->cuda = true;
+		k->cuda_device = (int)dc_env_long("DEVCOLL_DEVMEM_CUDA_DEVICE", 0);
+		ret = devmem_mem_cuda(&k->mem, k->cuda_device, size);
+	} else if (!kind || !*kind || !strcmp(kind, "udmabuf")) {
+		ret = devmem_mem_udmabuf(&k->mem, size, 0);
+	} else {
+		return dc_fail(-EINVAL, "DEVCOLL_DEVMEM_MEM=%s: want udmabuf or cuda", kind);
+	}
+	return ret ? dc_fail(ret, "devmem: %s", devmem_last_error()) : 0;
+}
+
 static int core_new(struct dm_core **out, int rank, bool debug)
 {
 	const char *ifname = getenv("DEVCOLL_DEVMEM_IFACE");
@@ -349,9 +386,9 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 	ret = rdpm_open(&k->rdpm);
 	if (ret < 0)
 		return ret;
-	ret = devmem_mem_udmabuf(&k->mem, size, 0);
+	ret = mem_new(k, size);
 	if (ret)
-		return dc_fail(ret, "devmem: %s", devmem_last_error());
+		return ret;
 	if (k->rdpm) {
 		/* rdpmd picks the queues: DEVCOLL_DEVMEM_QUEUE is not used */
 		ret = rdpm_register_buffer(k->rdpm, ifname, k->mem, 0, &rb);
@@ -378,6 +415,13 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 		if (debug)
 			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf bound to queue %u of "
 				"%s directly\n", rank, q, ifname);
+	}
+	if (k->cuda) {
+		if (debug)
+			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf is GPU memory (CUDA "
+				"device %d), read through libdevmem's unpack kernels\n", rank,
+				k->cuda_device);
+		return 0;
 	}
 	k->map = devmem_cpu_begin(k->mem, DEVMEM_CPU_READ);
 	if (!k->map)
@@ -433,6 +477,11 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 	}
 	d->nic = d->core->nic;
 	d->map = d->core->map;
+	if (d->core->cuda) {
+		d->gpu = calloc((size_t)nc, sizeof(*d->gpu));
+		if (!d->gpu)
+			return dc_fail(-ENOMEM, "out of memory");
+	}
 	if (d->core->rdpm) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = DC_EPOLL_RDPM };
 
@@ -539,6 +588,12 @@ void dc_dm_free(devcoll_comm *c)
 	/* the others' share grows */
 	if (d->core)
 		core_socks(d->core, c, false, false);
+	for (int i = 0; d->gpu && i < c->size * (int)c->nconns; i++) {
+		/* the kernels end before the fragments go back with the socket */
+		devmem_unpack_close(d->gpu[i].u);
+		devmem_mem_free(d->gpu[i].dev);
+		free(d->gpu[i].host);
+	}
 	for (int i = 0; i < c->size * (int)c->nconns; i++)
 		if (c->conns[i].drx) {
 			devmem_rx_close(c->conns[i].drx);
@@ -558,6 +613,7 @@ void dc_dm_free(devcoll_comm *c)
 		pthread_mutex_unlock(&k->lock);
 		core_put(d->core);
 	}
+	free(d->gpu);
 	free(d->rules);
 	free(d->carry);
 	free(d->carry_len);
@@ -610,6 +666,73 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, const char *a, s
 	}
 }
 
+/* The device buffer and unpack handle of connection @g for a message of
+ * @whole bytes. */
+static int gpu_ready(struct dm_state *d, struct dm_gpu *g, size_t whole)
+{
+	int ret = 0;
+
+	if (!g->u)
+		ret = devmem_unpack_open(&g->u, d->core->mem);
+	if (!ret && g->cap < whole) {
+		size_t cap = g->cap ? g->cap : 65536;
+
+		while (cap < whole)
+			cap *= 2;
+		devmem_mem_free(g->dev);
+		free(g->host);
+		g->host = NULL;
+		g->cap = 0;
+		ret = devmem_mem_cuda(&g->dev, d->core->cuda_device, cap);
+		if (!ret)
+			g->cap = cap;
+	}
+	return ret ? dc_fail(ret, "devmem: %s", devmem_last_error()) : 0;
+}
+
+/*
+ * dc_dm_recv() on a CUDA dma-buf: the message (a payload, or a header
+ * outside one) is gathered in the connection's device buffer, one batch a
+ * call, and copied to @dst (or reduced into it with @a) by the call that
+ * completes it. The engine reads a payload only once it is complete.
+ */
+static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, void *dst,
+			const void *a, size_t len, reduce_fn red, size_t es)
+{
+	struct dm_gpu *g = &d->gpu[k - c->conns];
+	size_t at = k->rinpay ? k->rpay_got : 0, whole = k->rinpay ? k->rpay_len : len;
+	char *dst0 = (char *)dst - at;
+	const char *a0 = a ? (const char *)a - at : NULL;
+	ssize_t n;
+	int ret;
+
+	if (!at) {
+		ret = gpu_ready(d, g, whole);
+		if (!ret)
+			ret = devmem_unpack_begin(g->u, devmem_mem_cuda_ptr(g->dev), whole,
+						  DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1);
+		if (ret)
+			return dc_fail(ret < 0 ? ret : -EIO, "devmem: %s", devmem_last_error());
+	}
+	n = devmem_rx_unpack(k->drx, g->u, len, 0);
+	if (n <= 0)
+		return n;
+	d->dmabuf_bytes += (uint64_t)n;
+	if (at + (size_t)n < whole)
+		return n;
+	ret = devmem_rx_unpack_wait(k->drx);
+	if (!ret && red) {
+		if (!g->host)
+			g->host = malloc(g->cap);
+		ret = g->host ? devmem_mem_read(g->dev, 0, g->host, whole) : -ENOMEM;
+		if (!ret)
+			reduce_bytes(d, (int)(k - c->conns), dst0, a0, 0, g->host, whole, red, es);
+	} else if (!ret) {
+		ret = devmem_mem_read(g->dev, 0, dst0, whole);
+	}
+	return ret ? dc_fail(ret, "devmem: %s", devmem_last_error()) : n;
+}
+
 ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, size_t len,
 		   reduce_fn red, size_t es)
 {
@@ -623,6 +746,8 @@ ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, si
 		return -EOPNOTSUPP;
 	if (len > (1 << 20))
 		len = 1 << 20;
+	if (d->gpu)
+		return gpu_recv(c, d, k, dst, a, len, red, es);
 	n = devmem_rx_recv_exact(k->drx, len, d->frags, DM_MAXFRAGS, &nf, d->linear, DM_LINEAR);
 	if (n <= 0)
 		return n;

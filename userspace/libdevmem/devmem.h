@@ -77,6 +77,9 @@ void devmem_mem_free(struct devmem_mem *mem);
 int devmem_mem_fd(const struct devmem_mem *mem);
 size_t devmem_mem_size(const struct devmem_mem *mem);
 enum devmem_mem_kind devmem_mem_kind(const struct devmem_mem *mem);
+/* CUDA memory's device address (a CUdeviceptr), for kernels and copies of
+ * the caller's; NULL for other kinds. */
+void *devmem_mem_cuda_ptr(struct devmem_mem *mem);
 
 /* CPU access directions */
 #define DEVMEM_CPU_READ		(1u << 0)

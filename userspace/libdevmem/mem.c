@@ -354,6 +354,18 @@ DEVMEM_EXPORT enum devmem_mem_kind devmem_mem_kind(const struct devmem_mem *mem)
 	return mem->kind;
 }
 
+DEVMEM_EXPORT void *devmem_mem_cuda_ptr(struct devmem_mem *mem)
+{
+	const struct devmem_cuda_api *api;
+	unsigned long long base;
+	void *ctx;
+
+	if (!mem || !mem->cuda)
+		return NULL;
+	devmem_cuda_where(mem->cuda, &base, &ctx, &api);
+	return (void *)(uintptr_t)base;
+}
+
 static const char *kind_name(const struct devmem_mem *mem)
 {
 	switch (mem->kind) {

@@ -52,7 +52,7 @@ typedef struct CUctx_st *CUcontext;
 #define NOT_FOUND	500
 #define NOT_READY	600
 
-#define MAX_ALLOCS	64
+#define MAX_ALLOCS	256
 #define OFFSET		256
 
 /* Device memory: a memfd mapped twice, PROT_NONE where the caller sees it

@@ -158,6 +158,9 @@ static void cuda_fake(void)
 	}
 	CHECK(devmem_mem_kind(m) == DEVMEM_MEM_CUDA, "kind %d", devmem_mem_kind(m));
 	CHECK(devmem_mem_size(m) == 8192, "size %zu", devmem_mem_size(m));
+	CHECK(devmem_mem_cuda_ptr(m) && (uintptr_t)devmem_mem_cuda_ptr(m) % 4096 == 0,
+	      "the device address %p, page-aligned as exported", devmem_mem_cuda_ptr(m));
+	CHECK(!devmem_mem_cuda_ptr(NULL), "no device address for NULL");
 	CHECK(devmem_mem_fd(m) >= 0 && (fcntl(devmem_mem_fd(m), F_GETFD) & FD_CLOEXEC),
 	      "dma-buf fd %d, close-on-exec", devmem_mem_fd(m));
 	errno = 0;
