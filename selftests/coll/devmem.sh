@@ -33,7 +33,7 @@ AS0=()
 AS1=()
 USER1000=(setpriv --reuid 1000 --regid 1000 --clear-groups)
 
-# run NAME PORT RX [VAR=VALUE...]: both ranks; outputs in
+# run NAME PORT RX [VAR=VALUE...]: both ranks (of $PROG, else coll_check); outputs in
 # /tmp/coll.NAME.{0,1}{,.err}. Each rank's RDPM_SOCKET is its namespace's
 # daemon's (none runs during the first runs).
 run() {
@@ -42,12 +42,12 @@ run() {
 	ip netns exec ns2 "${AS1[@]}" env DEVCOLL_RANK=1 DEVCOLL_SIZE=2 DEVCOLL_ADDR=10.99.0.1:$port \
 		DEVCOLL_RX=$rx DEVCOLL_DEVMEM_IFACE=dtb DEVCOLL_DEVMEM_QUEUE=6 DEVCOLL_DEBUG=1 \
 		DEVCOLL_TIMEOUT_MS=60000 RDPM_SOCKET=/tmp/rdpm/ns2.sock "$@" \
-		timeout 600 $prog > /tmp/coll.$name.1 2> /tmp/coll.$name.1.err &
+		timeout 600 ${PROG:-$prog} > /tmp/coll.$name.1 2> /tmp/coll.$name.1.err &
 	pid=$!
 	ip netns exec ns1 "${AS0[@]}" env DEVCOLL_RANK=0 DEVCOLL_SIZE=2 DEVCOLL_ADDR=10.99.0.1:$port \
 		DEVCOLL_RX=$rx DEVCOLL_DEVMEM_IFACE=dta DEVCOLL_DEVMEM_QUEUE=6 DEVCOLL_DEBUG=1 \
 		DEVCOLL_TIMEOUT_MS=60000 RDPM_SOCKET=/tmp/rdpm/ns1.sock "$@" \
-		timeout 600 $prog > /tmp/coll.$name.0 2> /tmp/coll.$name.0.err || rc=1
+		timeout 600 ${PROG:-$prog} > /tmp/coll.$name.0 2> /tmp/coll.$name.0.err || rc=1
 	wait $pid || rc=1
 	tail -n 1 /tmp/coll.$name.0 /tmp/coll.$name.1
 	cat /tmp/coll.$name.0.err /tmp/coll.$name.1.err
@@ -106,6 +106,20 @@ same_and_dmabuf cuda
 for r in 0 1; do
 	check "cuda rank $r: the dma-buf was GPU memory, read through the unpack kernels" \
 		grep -q "the dma-buf is GPU memory (CUDA device 0)" /tmp/coll.cuda.$r.err
+done
+# GPU buffers too (coll_gpu): devcoll_recv() into device memory, 1 byte to
+# 16 MiB each way, goes straight there (every byte of it, and nothing
+# else: the allreduces are staged); every byte checked on the host.
+run_gpu() { PROG=/devtcp/selftests/coll/coll_gpu run "$@"; }
+check "GPU buffers on a GPU dma-buf: point-to-point and allreduce right on both ranks" \
+	run_gpu gpu 7160 devmem DEVCOLL_DEVMEM_MEM=cuda \
+	DEVMEM_LIBCUDA=$fake FAKE_CUDA_UDMABUF=1 FAKE_CUDA_KERNEL_US=20
+p2p_bytes=$((1 + 1000 + 4096 + 65537 + 1048576 + 16777216))
+for r in 0 1; do
+	direct=$(sed -n 's/.*devmem: \([0-9]*\) bytes received straight into GPU buffers.*/\1/p' \
+		/tmp/coll.gpu.$r.err | awk '{ s += $1 } END { print s + 0 }')
+	check "gpu rank $r: the $p2p_bytes bytes it received went straight into GPU memory ($direct)" \
+		test "$direct" = "$p2p_bytes"
 done
 
 # A dma-buf too small for the connections: every rank fails, saying so.

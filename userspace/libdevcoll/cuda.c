@@ -209,6 +209,13 @@ static bool on_device(const void *p, CUcontext *ctx)
 	return true;
 }
 
+bool dc_cuda_on_device(const void *p)
+{
+	CUcontext ctx;
+
+	return cu && on_device(p, &ctx);
+}
+
 static int copy(const struct dc_stage_buf *b, bool to_device)
 {
 	CUcontext prev;
@@ -346,6 +353,10 @@ int dc_cuda_stage(devcoll_comm *c, struct op *o)
 		return refuse_device(c, o, slen, rlen);
 	sdev = slen && on_device(s, &sctx);
 	rdev = rlen && on_device(r, &rctx);
+	/* a receive whose bytes all come into a GPU dma-buf is gathered
+	 * straight into the device buffer by the unpack kernels (dm.c) */
+	if (rdev && o->kind == K_RECV && dc_dm_gpu_direct(c, o->root))
+		rdev = false;
 	if (!sdev && !rdev)
 		return 0;
 	st = calloc(1, sizeof(*st));

@@ -80,6 +80,7 @@ struct dm_gpu {
 	struct devmem_mem *dev;		/* the message, gathered */
 	char *host;			/* ... and read back, for a reduction */
 	size_t cap;
+	bool direct;			/* this one into the caller's device buffer */
 };
 
 struct dm_state {
@@ -94,7 +95,7 @@ struct dm_state {
 	/* an element split across fragments, per connection */
 	unsigned char (*carry)[8];
 	unsigned int *carry_len;
-	uint64_t dmabuf_bytes, linear_bytes;
+	uint64_t dmabuf_bytes, linear_bytes, gpu_direct_bytes;
 	unsigned int local_conns;	/* to ranks on this host: plain */
 	bool debug;
 };
@@ -585,6 +586,9 @@ void dc_dm_free(devcoll_comm *c)
 			"%u connections steered, %u to ranks on this host (plain)\n", c->rank,
 			(unsigned long long)d->dmabuf_bytes, (unsigned long long)d->linear_bytes,
 			d->nrules, d->local_conns);
+	if (d->debug && d->gpu)
+		fprintf(stderr, "devcoll rank %d: devmem: %llu bytes received straight into GPU "
+			"buffers\n", c->rank, (unsigned long long)d->gpu_direct_bytes);
 	/* the others' share grows */
 	if (d->core)
 		core_socks(d->core, c, false, false);
@@ -666,15 +670,27 @@ static void reduce_bytes(struct dm_state *d, int ci, char *dst, const char *a, s
 	}
 }
 
-/* The device buffer and unpack handle of connection @g for a message of
- * @whole bytes. */
+bool dc_dm_gpu_direct(const devcoll_comm *c, int peer)
+{
+	const struct dm_state *d = c->dm;
+
+	if (!d || !d->gpu || peer < 0 || peer >= c->size)
+		return false;
+	for (unsigned int i = 0; i < c->nconns; i++)
+		if (!c->conns[peer * (int)c->nconns + (int)i].drx)
+			return false;
+	return true;
+}
+
+/* The unpack handle of connection @g, and its device buffer for a message
+ * of @whole bytes (0: none needed). */
 static int gpu_ready(struct dm_state *d, struct dm_gpu *g, size_t whole)
 {
 	int ret = 0;
 
 	if (!g->u)
 		ret = devmem_unpack_open(&g->u, d->core->mem);
-	if (!ret && g->cap < whole) {
+	if (!ret && whole && g->cap < whole) {
 		size_t cap = g->cap ? g->cap : 65536;
 
 		while (cap < whole)
@@ -707,10 +723,13 @@ static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, voi
 	int ret;
 
 	if (!at) {
-		ret = gpu_ready(d, g, whole);
+		/* a payload for a device buffer (a receive left unstaged,
+		 * cuda.c) goes straight there */
+		g->direct = k->rinpay && !red && dc_cuda_on_device(dst0);
+		ret = gpu_ready(d, g, g->direct ? 0 : whole);
 		if (!ret)
-			ret = devmem_unpack_begin(g->u, devmem_mem_cuda_ptr(g->dev), whole,
-						  DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1);
+			ret = devmem_unpack_begin(g->u, g->direct ? dst0 : devmem_mem_cuda_ptr(g->dev),
+						  whole, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1);
 		if (ret)
 			return dc_fail(ret < 0 ? ret : -EIO, "devmem: %s", devmem_last_error());
 	}
@@ -718,16 +737,18 @@ static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, voi
 	if (n <= 0)
 		return n;
 	d->dmabuf_bytes += (uint64_t)n;
+	if (g->direct)
+		d->gpu_direct_bytes += (uint64_t)n;
 	if (at + (size_t)n < whole)
 		return n;
 	ret = devmem_rx_unpack_wait(k->drx);
-	if (!ret && red) {
+	if (!ret && !g->direct && red) {
 		if (!g->host)
 			g->host = malloc(g->cap);
 		ret = g->host ? devmem_mem_read(g->dev, 0, g->host, whole) : -ENOMEM;
 		if (!ret)
 			reduce_bytes(d, (int)(k - c->conns), dst0, a0, 0, g->host, whole, red, es);
-	} else if (!ret) {
+	} else if (!ret && !g->direct) {
 		ret = devmem_mem_read(g->dev, 0, dst0, whole);
 	}
 	return ret ? dc_fail(ret, "devmem: %s", devmem_last_error()) : n;

@@ -223,6 +223,9 @@ int dc_dm_check(devcoll_comm *c);
  * it writes dst = @a OP the bytes instead of copying them (@a may be @dst). */
 ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, size_t len,
 		   reduce_fn red, size_t esize);
+/* Whether every connection from @peer lands in a GPU dma-buf: a receive
+ * from it can go straight into a device buffer (no staging). */
+bool dc_dm_gpu_direct(const devcoll_comm *c, int peer);
 
 /* an operation, as queued */
 struct op {
@@ -275,6 +278,8 @@ void dc_cuda_free(devcoll_comm *c);
  * @status or the copy's error. */
 int dc_cuda_stage(devcoll_comm *c, struct op *o);
 int dc_cuda_unstage(struct op *o, int status);
+/* Whether @p is device memory the CPU cannot reach (false without CUDA). */
+bool dc_cuda_on_device(const void *p);
 
 struct devcoll_req {
 	struct devcoll_req *next;
