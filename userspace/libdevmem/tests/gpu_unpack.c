@@ -159,17 +159,21 @@ static void rx_stream(struct devmem_mem *mem)
 {
 	const size_t n = (4u << 20) / SCALE, bytes = n * sizeof(float);
 	float *vals = malloc(bytes), *base = malloc(bytes), *got = malloc(bytes);
-	CUdeviceptr d = dev_alloc(bytes);
+	struct devmem_mem *dmem;
 	struct devmem_unpack *u;
+	CUdeviceptr d;
 
 	for (size_t i = 0; i < n; i++) {
 		vals[i] = (float)(i % 1000) * 0.25f;
 		base[i] = (float)(i % 777) - 100.0f;
 	}
-	if (devmem_unpack_open(&u, mem)) {
+	/* the destination is CUDA memory of libdevmem's, by its device address */
+	if (devmem_mem_cuda(&dmem, 0, bytes) || devmem_unpack_open(&u, mem)) {
 		printf("not ok: open: %s\n", devmem_last_error());
 		exit(1);
 	}
+	d = (CUdeviceptr)(uintptr_t)devmem_mem_cuda_ptr(dmem);
+	CHECK(d != 0, "devmem_mem_cuda_ptr gives the device address");
 	for (int op = DEVMEM_UNPACK_SUM; op >= DEVMEM_UNPACK_COPY; op--) {
 		struct devmem_rx *rx;
 		int cli, srv, bad = 0, calls = 0;
@@ -201,7 +205,7 @@ static void rx_stream(struct devmem_mem *mem)
 		}
 		CHECK(devmem_rx_unpack_wait(rx) == 0, "wait: %s", devmem_last_error());
 		waitpid(pid, NULL, 0);
-		cu->memcpy_dtoh(got, d, bytes);
+		CHECK(devmem_mem_read(dmem, 0, got, bytes) == 0, "read back: %s", devmem_last_error());
 		for (size_t i = 0; i < n; i++)
 			bad += got[i] != (op == DEVMEM_UNPACK_SUM ? base[i] + vals[i] : vals[i]);
 		CHECK(have == bytes && !bad, "devmem_rx_unpack over TCP into GPU memory, %s: %zu of %zu "
@@ -214,7 +218,7 @@ static void rx_stream(struct devmem_mem *mem)
 		close(srv);
 	}
 	devmem_unpack_close(u);
-	cu->mem_free(d);
+	devmem_mem_free(dmem);
 	free(vals);
 	free(base);
 	free(got);
