@@ -105,6 +105,8 @@ struct mca_btl_base_endpoint_t {
 	struct devmem_frag *rx_frags;	/* the current message's, devmem links */
 	unsigned int rx_nfrags, rx_frags_cap;
 	size_t rx_linear;		/* bytes of it copied into rx_data */
+	unsigned char *cb;		/* control connection's read buffer */
+	size_t cb_start, cb_end;
 	unsigned char *rx_bounce;	/* a payload in too many pieces, gathered */
 	size_t rx_bounce_cap;
 	enum devtcp_rx_state rx_state;
@@ -168,7 +170,6 @@ extern struct devtcp_module devtcp_module_template;
 	opal_output_verbose(level, mca_btl_devtcp_component.output, "btl:devtcp: " __VA_ARGS__)
 
 /* btl_devtcp_module.c */
-int devtcp_module_open(struct devtcp_module *m);
 
 /* btl_devtcp_devmem.c */
 int devtcp_devmem_open(struct devtcp_module *m);
@@ -177,6 +178,7 @@ int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf, size_t want,
 		       size_t *done);
 int devtcp_devmem_link(struct devtcp_module *m, int fd);
+void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
 const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset);
 int devtcp_devmem_events(struct devtcp_module *m);
 int devtcp_devmem_fd(struct devtcp_module *m);

@@ -225,7 +225,8 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	m->data_listen = listen_on(m, c->data_port, &m->addr.data_port, "btl_devtcp_data_port");
 	if (m->ctrl_listen < 0 || m->data_listen < 0)
 		goto fail;
-	if (devtcp_module_open(m) != OPAL_SUCCESS || devtcp_devmem_open(m) != OPAL_SUCCESS)
+	/* the template's other fields are zero: no peers, no dma-buf yet */
+	if (devtcp_devmem_open(m) != OPAL_SUCCESS)
 		goto fail;
 	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, &m->addr,
 			sizeof(m->addr));

@@ -28,7 +28,8 @@ struct devtcp_devmem {
 	struct devmem_mem *mem;
 	unsigned char *map;
 	unsigned int queue;
-	int links;			/* devmem data links accepted */
+	int *links;			/* devmem data links accepted */
+	size_t nlinks;
 };
 
 /* The modes of btl_devtcp_devmem. */
@@ -66,6 +67,7 @@ void devtcp_devmem_close(struct devtcp_module *m)
 			devmem_nic_close(d->nic, false);
 	}
 	devmem_mem_free(d->mem);
+	free(d->links);
 	free(d);
 	m->devmem = NULL;
 }
@@ -234,20 +236,38 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 
 /* A devmem data link joins a peer: every such link may fill an equal share
  * of the dma-buf, so that segments queued out of order after a drop cannot
- * take all of it. */
+ * take all of it. The share shrinks with each link: the earlier ones are
+ * limited again. */
 int devtcp_devmem_link(struct devtcp_module *m, int fd)
 {
 	struct devtcp_devmem *d = m->devmem;
+	int *links = realloc(d->links, (d->nlinks + 1) * sizeof(*links));
 	size_t share;
-	int ret;
+	int ret = 0;
 
-	d->links++;
-	share = devmem_mem_size(d->mem) / (size_t)d->links;
-	ret = d->rdpm ? rdpm_limit_window(d->rdpm, d->handle, fd, share) :
-			devmem_rx_limit_window(fd, share);
+	if (!links)
+		return OPAL_ERR_OUT_OF_RESOURCE;
+	d->links = links;
+	d->links[d->nlinks++] = fd;
+	share = devmem_mem_size(d->mem) / d->nlinks;
+	for (size_t i = 0; i < d->nlinks && ret >= 0; i++)
+		ret = d->rdpm ? rdpm_limit_window(d->rdpm, d->handle, d->links[i], share) :
+				devmem_rx_limit_window(d->links[i], share);
 	if (ret < 0)
-		return devmem_error("cannot limit a data link's window to its share");
+		return devmem_error("cannot limit the data links' windows to their share");
 	return OPAL_SUCCESS;
+}
+
+/* The link is closing: its descriptor may be reused for another socket. */
+void devtcp_devmem_unlink(struct devtcp_module *m, int fd)
+{
+	struct devtcp_devmem *d = m->devmem;
+
+	for (size_t i = 0; d && i < d->nlinks; i++)
+		if (d->links[i] == fd) {
+			d->links[i] = d->links[--d->nlinks];
+			break;
+		}
 }
 
 const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset)

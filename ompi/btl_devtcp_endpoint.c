@@ -86,13 +86,16 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 	close_fd(&ep->ctrl_fd);
 	close_fd(&ep->rx_ctrl_fd);
 	for (i = 0; i < DEVTCP_MAX_LINKS; i++) {
-		if (ep->rx_devmem[i])
+		if (ep->rx_devmem[i]) {
+			devtcp_devmem_unlink(m, ep->rx_data_fd[i]);
 			devmem_rx_close(ep->rx_devmem[i]);
+		}
 		close_fd(&ep->data_fd[i]);
 		close_fd(&ep->rx_data_fd[i]);
 	}
 	free(ep->rx_frags);
 	free(ep->rx_bounce);
+	free(ep->cb);
 	while (ep->sendq) {
 		struct devtcp_frag *f = ep->sendq;
 
@@ -173,8 +176,9 @@ static int open_link(struct mca_btl_base_endpoint_t *ep, uint16_t port, uint8_t 
 		errno = err;
 		return -1;
 	}
-	if (kind == DEVTCP_LINK_CTRL)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Every message ends a burst of writes: Nagle would hold its tail
+	 * back for an ACK, on the data links as on the control one. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
 		close(fd);
 		return -1;
@@ -352,18 +356,32 @@ int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 	return OPAL_SUCCESS;
 }
 
-/* Tells the peer that EOF on our connections is the end, not a death. */
+/* Tells the peer that EOF on our connections is the end, not a death. The
+ * socket stays non-blocking: a peer that reads nothing any more (stuck, or
+ * gone without a reset) gets a second to take the frame, not finalize's
+ * whole life. */
 void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep)
 {
 	struct devtcp_frame bye = { .flags = DEVTCP_FRAME_BYE };
-	int fl;
+	size_t done = 0;
 
 	if (ep->ctrl_fd < 0 || ep->failed || ep->sendq)
 		return;
-	fl = fcntl(ep->ctrl_fd, F_GETFL);
-	fcntl(ep->ctrl_fd, F_SETFL, fl & ~O_NONBLOCK);
-	write_all(ep->ctrl_fd, &bye, sizeof(bye));
-	fcntl(ep->ctrl_fd, F_SETFL, fl);
+	for (int waited = 0; done < sizeof(bye) && waited <= 1000; waited += 10) {
+		struct pollfd p = { .fd = ep->ctrl_fd, .events = POLLOUT };
+		ssize_t n = send(ep->ctrl_fd, (char *)&bye + done, sizeof(bye) - done,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno != EAGAIN && errno != EINTR)
+			break;
+		else if (done < sizeof(bye))
+			poll(&p, 1, 10);
+	}
+	if (done < sizeof(bye))
+		devtcp_verbose(1, "peer %s did not take the end-of-job frame within 1 s",
+			       inet_ntoa(ep->addr.ip));
 }
 
 /* Reads into buf until want bytes are there; 1 done, 0 later, -1 error or
@@ -382,6 +400,50 @@ static int read_some(int fd, void *buf, size_t want, size_t *done)
 			return -1;
 		}
 		*done += n;
+	}
+	return 1;
+}
+
+/* The control connection is read in chunks: one recv brings in many frames
+ * and small messages, instead of two recvs per message. */
+#define DEVTCP_CTRL_BUF 65536
+
+static bool ctrl_buffered(const struct mca_btl_base_endpoint_t *ep)
+{
+	return ep->cb_end > ep->cb_start;
+}
+
+/* read_some() of the control connection, through its buffer. */
+static int ctrl_read(struct mca_btl_base_endpoint_t *ep, void *dst, size_t want, size_t *done)
+{
+	while (*done < want) {
+		size_t have = ep->cb_end - ep->cb_start;
+		ssize_t n;
+
+		if (have) {
+			n = have < want - *done ? have : want - *done;
+			memcpy((char *)dst + *done, ep->cb + ep->cb_start, n);
+			ep->cb_start += n;
+			*done += n;
+			continue;
+		}
+		ep->cb_start = ep->cb_end = 0;
+		if (want - *done >= DEVTCP_CTRL_BUF)	/* a big one goes straight in */
+			return read_some(ep->rx_ctrl_fd, dst, want, done);
+		if (!ep->cb && !(ep->cb = malloc(DEVTCP_CTRL_BUF))) {
+			errno = ENOMEM;
+			return -1;
+		}
+		n = recv(ep->rx_ctrl_fd, ep->cb, DEVTCP_CTRL_BUF, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -1;
+		if (n == 0) {
+			errno = 0;
+			return -1;
+		}
+		ep->cb_end = n;
 	}
 	return 1;
 }
@@ -517,7 +579,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 	while (!ep->failed && ep->rx_ctrl_fd >= 0 && delivered < DEVTCP_RX_BURST) {
 		switch (ep->rx_state) {
 		case RX_FRAME:
-			rc = read_some(ep->rx_ctrl_fd, fr, sizeof(*fr), &ep->rx_done);
+			rc = ctrl_read(ep, fr, sizeof(*fr), &ep->rx_done);
 			if (rc < 0 && errno == 0 && ep->rx_done == 0 && ep->rx_bye) {
 				close_fd(&ep->rx_ctrl_fd);
 				return delivered;
@@ -542,7 +604,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			ep->rx_state = RX_CTRL;
 			continue;
 		case RX_CTRL:
-			rc = read_some(ep->rx_ctrl_fd, ep->rx_ctrl, fr->ctrl_len, &ep->rx_done);
+			rc = ctrl_read(ep, ep->rx_ctrl, fr->ctrl_len, &ep->rx_done);
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
@@ -730,7 +792,13 @@ int devtcp_progress_module(struct devtcp_module *m)
 		if (ep->sendq)
 			events += send_progress(m, ep);
 	n = poll_set(m);
-	if (!n || poll(m->pfd, n, 0) <= 0)
+	if (!n)
+		return events;
+	/* Messages already in a control buffer need no readiness. */
+	for (ep = m->endpoints; ep; ep = ep->next)
+		if (ctrl_buffered(ep) && ep->rx_state != RX_DATA && !ep->failed)
+			events += recv_progress(m, ep);
+	if (poll(m->pfd, n, 0) <= 0)
 		return events;
 	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && !m->pep[i])

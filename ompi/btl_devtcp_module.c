@@ -208,15 +208,3 @@ struct devtcp_module devtcp_module_template = {
 		.btl_register_error = devtcp_register_error,
 	},
 };
-
-int devtcp_module_open(struct devtcp_module *m)
-{
-	m->endpoints = NULL;
-	m->pending = NULL;
-	m->devmem = NULL;
-	m->bytes_inplace = m->bytes_bounced = m->bytes_linear = 0;
-	m->pfd = NULL;
-	m->pep = NULL;
-	m->pfd_cap = 0;
-	return OPAL_SUCCESS;
-}

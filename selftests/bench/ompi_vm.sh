@@ -1,0 +1,51 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Inside the VM (selftests/bench/ompi runs it): two ranks, one in each
+# namespace of a devtcp pair, under the real mpirun. Point-to-point
+# bandwidth and latency (selftests/ompi/mpi_bw) over btl/tcp, btl/devtcp
+# without devmem and btl/devtcp with devmem (queues reserved with `devmem
+# nic setup`), in turn, in the same boot; then NetPIPE (NPopenmpi,
+# Debian's netpipe-openmpi) over btl/tcp and btl/devtcp with devmem. Writes
+# /devtcp-out/{tcp,devtcp,devmem}.bw and netpipe-{tcp,devmem}.np, and the
+# devmem ranks' summaries (bytes read in place, copied) to devmem.summary.
+. "$(dirname "$0")/../lib.sh"
+set -u
+VMBUILD=/devtcp/build/ompi-vm
+MAX=${DEVTCP_BENCH_MPI_MAX:-16777216}
+SECS=${DEVTCP_BENCH_MPI_SECS:-1}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mca_base_component_path=$VMBUILD:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi40
+[ -x $VMBUILD/mpi_bw ] || fail "$VMBUILD/mpi_bw is not built; run 'make' first"
+devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+devmem=/devtcp/userspace/tools/devmem
+ip netns exec ns1 $devmem nic setup dta --reserve 2 > /dev/null || fail "nic setup dta"
+ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic setup dtb"
+
+# job BTL DEVMEM APP...: 2 ranks, one per namespace.
+job() {
+	local btl=$1 dm=$2
+	shift 2
+	ip netns exec ns1 unshare --uts sh -c 'hostname 10.99.0.1 && exec "$@"' sh \
+		timeout 1800 mpirun --host 10.99.0.1:1,10.99.0.2:1 -np 2 \
+		--prtemca plm_ssh_agent /devtcp/selftests/ompi/netns-rsh \
+		-x OMPI_MCA_mca_base_component_path --mca pml ob1 --mca btl "$btl",self \
+		--mca btl_devtcp_devmem "$dm" --mca btl_devtcp_verbose 1 "$@"
+}
+for run in "tcp tcp off" "devtcp devtcp off" "devmem devtcp auto"; do
+	read -r name btl dm <<< "$run"
+	echo "== mpi_bw over $name"
+	job "$btl" "$dm" $VMBUILD/mpi_bw "$MAX" "$SECS" > /tmp/$name.out 2>&1
+	grep -a '^[0-9]' /tmp/$name.out > /devtcp-out/$name.bw
+	grep -a 'devmem: .* payload bytes' /tmp/$name.out >> /devtcp-out/devmem.summary
+	cat /devtcp-out/$name.bw
+done
+for run in "tcp tcp off" "devmem devtcp auto"; do
+	read -r name btl dm <<< "$run"
+	echo "== NetPIPE over $name"
+	(cd /tmp && job "$btl" "$dm" /usr/bin/NPopenmpi -u "$MAX" -o /tmp/np.$name > /tmp/np.$name.log 2>&1)
+	cp /tmp/np.$name /devtcp-out/netpipe-$name.np 2> /dev/null || tail -5 /tmp/np.$name.log
+done
+ip netns exec ns1 $devmem nic teardown dta > /dev/null
+ip netns exec ns2 $devmem nic teardown dtb > /dev/null
+ip netns del ns1
+ip netns del ns2
