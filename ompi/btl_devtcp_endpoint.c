@@ -384,21 +384,31 @@ void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep)
 			       inet_ntoa(ep->addr.ip));
 }
 
+/* One recv: the bytes (> 0), 0 when nothing is there yet, -1 on an error
+ * or at EOF (errno 0). */
+static ssize_t recv_once(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = recv(fd, buf, len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -1;
+	if (n == 0)
+		errno = 0;
+	return n ? n : -1;
+}
+
 /* Reads into buf until want bytes are there; 1 done, 0 later, -1 error or
  * EOF (errno 0). */
 static int read_some(int fd, void *buf, size_t want, size_t *done)
 {
 	while (*done < want) {
-		ssize_t n = recv(fd, (char *)buf + *done, want - *done, 0);
+		ssize_t n = recv_once(fd, (char *)buf + *done, want - *done);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? 0 : -1;
-		if (n == 0) {
-			errno = 0;
-			return -1;
-		}
+		if (n <= 0)
+			return (int)n;
 		*done += n;
 	}
 	return 1;
@@ -434,15 +444,9 @@ static int ctrl_read(struct mca_btl_base_endpoint_t *ep, void *dst, size_t want,
 			errno = ENOMEM;
 			return -1;
 		}
-		n = recv(ep->rx_ctrl_fd, ep->cb, DEVTCP_CTRL_BUF, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? 0 : -1;
-		if (n == 0) {
-			errno = 0;
-			return -1;
-		}
+		n = recv_once(ep->rx_ctrl_fd, ep->cb, DEVTCP_CTRL_BUF);
+		if (n <= 0)
+			return (int)n;
 		ep->cb_end = n;
 	}
 	return 1;
