@@ -157,6 +157,7 @@ struct devtcp_component {
 	char *devmem_mode;
 	size_t devmem_size;
 	int devmem_queue;
+	int devmem_inplace;
 	char *rdpm_socket;
 	int output;
 	struct devtcp_module *module;

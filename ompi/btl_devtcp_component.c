@@ -91,6 +91,13 @@ static int devtcp_register(void)
 	reg_int("devmem_queue",
 		"The RX queue to bind on the direct path (-1: the last one `devmem nic setup` "
 		"reserved); rdpmd picks its own", &c->devmem_queue);
+	c->devmem_inplace = 0;
+	reg_int("devmem_inplace",
+		"With devmem, 1 caps the fragment sizes this rank sends so that a payload lands in "
+		"at most 15 pieces of the receiver's dma-buf, which ob1 reads in place (no copy, "
+		"but many more fragments: at MTU 1500 each is 20272 bytes at most); 0 (default) "
+		"keeps btl_max_send_size, and a payload in more pieces is copied once out of the "
+		"dma-buf", &c->devmem_inplace);
 	c->rdpm_socket = getenv("RDPM_SOCKET");
 	mca_base_component_var_register(&c->super.btl_version, "rdpm_socket",
 		"rdpmd's socket (default: $RDPM_SOCKET, else /run/rdpm/rdpm.sock)",

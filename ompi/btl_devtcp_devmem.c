@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,6 +73,46 @@ void devtcp_devmem_close(struct devtcp_module *m)
 	free(d->links);
 	free(d);
 	m->devmem = NULL;
+}
+
+/*
+ * btl_devtcp_devmem_inplace: ob1 takes MCA_BTL_DES_MAX_SEGMENTS segments a
+ * descriptor, the header and 15 pieces of payload. Each TCP segment's
+ * payload starts a buffer of its own (header split), taking ceil(mss /
+ * page) of them, and a payload of N bytes spans at most ceil(N / mss) + 1
+ * segments: N up to (15 / pieces a segment - 1) * mss always lands in 15
+ * pieces or fewer. The sizes this rank sends are capped to that; its peers,
+ * configured alike, cap theirs.
+ */
+static void cap_for_inplace(struct devtcp_module *m)
+{
+	const size_t pieces = MCA_BTL_DES_MAX_SEGMENTS - 1;
+	struct ifreq ifr;
+	size_t mss, page = (size_t)sysconf(_SC_PAGESIZE), per_seg, cap;
+	mca_btl_base_module_t *b = &m->super;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, m->ifname, strnlen(m->ifname, IFNAMSIZ - 1));
+	if (s < 0 || ioctl(s, SIOCGIFMTU, &ifr) < 0 || ifr.ifr_mtu <= 52) {
+		if (s >= 0)
+			close(s);
+		devtcp_verbose(1, "devmem: no MTU for %s: fragment sizes left as they are", m->ifname);
+		return;
+	}
+	close(s);
+	mss = (size_t)ifr.ifr_mtu - 52;	/* IPv4, TCP and its timestamps */
+	per_seg = (mss + page - 1) / page;
+	cap = per_seg < pieces ? (pieces / per_seg - 1) * mss : mss;
+	if (cap >= b->btl_max_send_size)
+		return;
+	b->btl_max_send_size = cap;
+	if (b->btl_eager_limit > cap)
+		b->btl_eager_limit = cap;
+	if (b->btl_rndv_eager_limit > cap)
+		b->btl_rndv_eager_limit = cap;
+	devtcp_verbose(1, "devmem: fragments of at most %zu bytes (MTU %d, %zu-byte buffers), so "
+		       "that every payload is read in place", cap, ifr.ifr_mtu, page);
 }
 
 /*
@@ -159,6 +202,8 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		goto fail_msg;
 	}
 	m->addr.devmem = 1;
+	if (c->devmem_inplace)
+		cap_for_inplace(m);
 	devtcp_verbose(1, "devmem: %zu-byte dma-buf bound to queue %u of %s %s; data port %u "
 		       "steered there", devmem_mem_size(d->mem), d->queue, m->ifname,
 		       d->rdpm ? "by rdpmd" : "directly", ntohs(m->addr.data_port));

@@ -8,8 +8,10 @@
 # control, over btl tcp,self; the bytes crossed the pair (its counters).
 # Then with devmem: directly (root, queues reserved by `devmem nic setup`)
 # and through rdpmd (one per namespace): the payload landed in the
-# dma-buf (the devmem queue's counters, each rank's own count), and nothing
-# stays bound or steered after the job.
+# dma-buf (the devmem queue's counters, each rank's own count), all of it
+# read in place (btl_devtcp_devmem_inplace 1: fragments capped to what
+# ob1's 16 segments hold), and nothing stays bound or steered after the
+# job.
 . "$(dirname "$0")/../lib.sh"
 
 VMBUILD=/devtcp/build/ompi-vm
@@ -70,6 +72,11 @@ landed() {
 	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied.*/\1 \2/p" \
 		/tmp/mpi.out | awk '{ s += $1 + $2 } END { print s + 0 }'
 }
+# copied RANKHOST: of those, the bytes copied out (more pieces than ob1 takes).
+copied() {
+	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied.*/\2/p" \
+		/tmp/mpi.out | awk '{ s += $1 } END { print s + 0 }'
+}
 # devmem_checks WHAT: after a devmem run, the payload in both dma-bufs.
 devmem_checks() {
 	local ns dev host q1
@@ -81,6 +88,8 @@ devmem_checks() {
 			test $((q1 - ${q0[$ns]})) -ge "$DMAX"
 		check "... the rank on $host read $(landed $host) payload bytes from its dma-buf" \
 			test "$(landed $host)" -ge "$DMAX"
+		check "... all of them in place: none copied out ($(copied $host))" \
+			test "$(copied $host)" = 0
 		check "... nothing is bound or steered on $dev after the job" nothing_left $ns $dev
 	done
 }
@@ -91,13 +100,16 @@ ip netns exec ns1 $devmem nic setup dta --reserve 2 > /dev/null || fail "nic set
 ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic setup dtb"
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
-mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_devmem auto --mca btl_devtcp_verbose 1
+mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_devmem auto --mca btl_devtcp_verbose 1 \
+	--mca btl_devtcp_devmem_inplace 1
 rc=$?
 check "devmem, direct (root, queues reserved): every check passes (exit $rc, $SECONDS s)" passed 2 $DMAX
 passed 2 $DMAX || show
 grep -a "devmem:" /tmp/mpi.out
 check "... each rank bound its dma-buf to queue 7 directly" \
 	test "$(grep -c "dma-buf bound to queue 7 of dt[ab] directly" /tmp/mpi.out)" = 2
+check "... and capped its fragments so that payloads are read in place (MTU 1500: 20272 bytes)" \
+	test "$(grep -c "fragments of at most 20272 bytes (MTU 1500" /tmp/mpi.out)" = 2
 devmem_checks "devmem, direct"
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
@@ -110,7 +122,7 @@ check "rdpmd starts in ns2 (dtb)" ns_rdpmd_start ns2 dtb /tmp/rdpm/10.99.0.2.soc
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
 mpi_run_app 2 $DMAX devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
-	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1
+	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 --mca btl_devtcp_devmem_inplace 1
 rc=$?
 check "devmem through rdpmd: every check passes (exit $rc, $SECONDS s)" passed 2 $DMAX
 passed 2 $DMAX || show
