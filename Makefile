@@ -31,11 +31,14 @@ modules: provision
 	@selftests/vm/kbuild --lts -s
 	@$(MAKE) -s build/dkms-lts.tar
 
+# the sources dkms-install copies, and the root's DKMS build depends on
+DKMS_KERNEL_FILES = kernel/Kbuild kernel/Makefile $(filter-out %.mod.c,$(wildcard kernel/*.[ch]))
+DKMS_UAPI_FILES = $(wildcard uapi/linux/*.h)
+
 # DKMS's build for the LTS kernel, done in the VM's root (selftests/kernel/dkms.sh
 # loads and removes it in the VM)
 DEVTCP_CACHE ?= /var/cache/devtcp
-build/dkms-lts.tar: dkms.conf Makefile kernel/Kbuild kernel/Makefile \
-		$(filter-out %.mod.c,$(wildcard kernel/*.[ch])) $(wildcard uapi/linux/*.h) \
+build/dkms-lts.tar: dkms.conf Makefile $(DKMS_KERNEL_FILES) $(DKMS_UAPI_FILES) \
 		selftests/vm/dkms-build $(wildcard $(DEVTCP_CACHE)/kver-lts)
 	@selftests/vm/dkms-build
 
@@ -82,8 +85,8 @@ dkms-install:
 	rm -rf $(DKMS_SRC)
 	mkdir -p $(DKMS_SRC)/kernel $(DKMS_SRC)/uapi/linux
 	cp dkms.conf $(DKMS_SRC)/
-	cp kernel/Kbuild kernel/Makefile $(filter-out %.mod.c,$(wildcard kernel/*.[ch])) $(DKMS_SRC)/kernel/
-	cp uapi/linux/*.h $(DKMS_SRC)/uapi/linux/
+	cp $(DKMS_KERNEL_FILES) $(DKMS_SRC)/kernel/
+	cp $(DKMS_UAPI_FILES) $(DKMS_SRC)/uapi/linux/
 	dkms add devtcp/$(DKMS_VERSION)
 	dkms install devtcp/$(DKMS_VERSION) $(if $(KVER),-k $(KVER))
 

@@ -66,17 +66,15 @@ passed 4 1048576 || show
 # devq_rx NS DEV: bytes DEV's queues 6 and 7 received (where `devmem nic
 # setup --reserve 2` and rdpmd put devmem bindings).
 devq_rx() { ip netns exec "$1" ethtool -S "$2" | awk '$1 == "rx6_bytes:" || $1 == "rx7_bytes:" { s += $2 } END { print s + 0 }'; }
-# landed RANKHOST: the bytes a rank says landed in its dma-buf (read in
-# place plus copied out), from its verbose summary at finalize.
-landed() {
+# counts RANKHOST: the payload bytes a rank read in place in its dma-buf and
+# those it copied out (more pieces than ob1 takes), from its verbose
+# summary at finalize; landed: both, copied: the second.
+counts() {
 	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied.*/\1 \2/p" \
-		/tmp/mpi.out | awk '{ s += $1 + $2 } END { print s + 0 }'
+		/tmp/mpi.out | awk '{ i += $1; c += $2 } END { print i + 0, c + 0 }'
 }
-# copied RANKHOST: of those, the bytes copied out (more pieces than ob1 takes).
-copied() {
-	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied.*/\2/p" \
-		/tmp/mpi.out | awk '{ s += $1 } END { print s + 0 }'
-}
+landed() { counts "$1" | awk '{ print $1 + $2 }'; }
+copied() { counts "$1" | awk '{ print $2 }'; }
 # devmem_checks WHAT: after a devmem run, the payload in both dma-bufs.
 devmem_checks() {
 	local ns dev host q1

@@ -60,8 +60,8 @@ struct dm_core {
 	struct devmem_nic *nic;		/* the direct path's */
 	struct devmem_mem *mem;
 	struct devmem_binding *binding;
-	const char *map;		/* host memory's mapping */
-	bool cuda;			/* GPU memory: read through the unpack kernels */
+	const char *map;		/* host memory's mapping (NULL: GPU memory,
+					 * read through the unpack kernels) */
 	int cuda_device;
 	unsigned int queue;
 	pthread_mutex_t lock;	/* the nic handle's rules, the rdpm client,
@@ -355,7 +355,6 @@ static int mem_new(struct dm_core *k, size_t size)
 	int ret;
 
 	if (kind && !strcmp(kind, "cuda")) {
-		k->cuda = true;
 		k->cuda_device = (int)dc_env_long("DEVCOLL_DEVMEM_CUDA_DEVICE", 0);
 		ret = devmem_mem_cuda(&k->mem, k->cuda_device, size);
 	} else if (!kind || !*kind || !strcmp(kind, "udmabuf")) {
@@ -417,7 +416,7 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf bound to queue %u of "
 				"%s directly\n", rank, q, ifname);
 	}
-	if (k->cuda) {
+	if (devmem_mem_kind(k->mem) == DEVMEM_MEM_CUDA) {
 		if (debug)
 			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf is GPU memory (CUDA "
 				"device %d), read through libdevmem's unpack kernels\n", rank,
@@ -478,7 +477,7 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 	}
 	d->nic = d->core->nic;
 	d->map = d->core->map;
-	if (d->core->cuda) {
+	if (!d->map) {
 		d->gpu = calloc((size_t)nc, sizeof(*d->gpu));
 		if (!d->gpu)
 			return dc_fail(-ENOMEM, "out of memory");
@@ -683,7 +682,7 @@ bool dc_dm_gpu_direct(const devcoll_comm *c, int peer)
 }
 
 /* The unpack handle of connection @g, and its device buffer for a message
- * of @whole bytes (0: none needed). */
+ * of @whole bytes (0: none needed); libdevmem's error. */
 static int gpu_ready(struct dm_state *d, struct dm_gpu *g, size_t whole)
 {
 	int ret = 0;
@@ -703,7 +702,7 @@ static int gpu_ready(struct dm_state *d, struct dm_gpu *g, size_t whole)
 		if (!ret)
 			g->cap = cap;
 	}
-	return ret ? dc_fail(ret, "devmem: %s", devmem_last_error()) : 0;
+	return ret;
 }
 
 /*
@@ -723,15 +722,17 @@ static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, voi
 	int ret;
 
 	if (!at) {
-		/* a payload for a device buffer (a receive left unstaged,
-		 * cuda.c) goes straight there */
-		g->direct = k->rinpay && !red && dc_cuda_on_device(dst0);
+		/* a point-to-point payload for a device buffer (a receive
+		 * left unstaged, cuda.c) goes straight there; collectives'
+		 * chunks never do, so they ask the driver nothing */
+		g->direct = k->rinpay && !red && k->rhdr.kind == K_SEND &&
+			    dc_cuda_on_device(dst0);
 		ret = gpu_ready(d, g, g->direct ? 0 : whole);
 		if (!ret)
 			ret = devmem_unpack_begin(g->u, g->direct ? dst0 : devmem_mem_cuda_ptr(g->dev),
 						  whole, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1);
 		if (ret)
-			return dc_fail(ret < 0 ? ret : -EIO, "devmem: %s", devmem_last_error());
+			return dc_fail(ret, "devmem: %s", devmem_last_error());
 	}
 	n = devmem_rx_unpack(k->drx, g->u, len, 0);
 	if (n <= 0)

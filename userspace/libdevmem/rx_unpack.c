@@ -72,6 +72,14 @@ static int release_done(struct devmem_rx *rx, struct dm_rx_pending *p, bool wait
 	return ret ? ret : r;
 }
 
+/* Hands @n fragments back at once (a receive that was not unpacked). */
+static void give_back(struct devmem_rx *rx, const struct devmem_frag *f, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		devmem_rx_release(rx, &f[i]);
+	devmem_rx_flush(rx);
+}
+
 /* Queues @f, of batch @batch, until it has run. */
 static int hold(struct dm_rx_pending *p, const struct devmem_frag *f, uint32_t batch)
 {
@@ -144,18 +152,14 @@ DEVMEM_EXPORT ssize_t devmem_rx_unpack(struct devmem_rx *rx, struct devmem_unpac
 				RXU_LINEAR);
 	if (n <= 0) {
 		/* a stream that ended mid-way: what came is not unpacked */
-		for (unsigned int i = 0; i < nf; i++)
-			devmem_rx_release(rx, &p->frags[i]);
-		devmem_rx_flush(rx);
+		give_back(rx, p->frags, nf);
 		return n;
 	}
 	b = devmem_unpack_add(u, p->frags, nf);
 	if (b < 0) {
 		/* launches of the batch may have started: let them end */
 		devmem_unpack_completed(u, true);
-		for (unsigned int i = 0; i < nf; i++)
-			devmem_rx_release(rx, &p->frags[i]);
-		devmem_rx_flush(rx);
+		give_back(rx, p->frags, nf);
 		return b;
 	}
 	for (unsigned int i = 0; i < nf; i++) {
