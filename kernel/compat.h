@@ -104,6 +104,33 @@ static inline void devtcp_napi_disable(struct napi_struct *napi)
 #else
 #define DEVTCP_QCFG
 #endif
+/*
+ * rx-page-size (7.3): a memory provider may ask for payload buffers larger
+ * than a page. Older kernels always give a page.
+ */
+#ifdef DEVTCP_HAS_RX_PAGE_SIZE
+#define DEVTCP_QCFG_OPS(dflt, validate)	.ndo_default_qcfg = (dflt), \
+					.ndo_validate_qcfg = (validate), \
+					.supported_params = QCFG_RX_PAGE_SIZE,
+/* In a queue op declared with DEVTCP_QCFG: the page size its qcfg asks for. */
+#define DEVTCP_QCFG_PAGE_SIZE		(qcfg->rx_page_size ?: PAGE_SIZE)
+
+static inline u32 devtcp_rx_page_size(struct net_device *dev, unsigned int idx)
+{
+	struct netdev_queue_config qcfg;
+
+	netdev_queue_config(dev, idx, &qcfg);
+	return qcfg.rx_page_size ?: PAGE_SIZE;
+}
+#else
+#define DEVTCP_QCFG_OPS(dflt, validate)
+#define DEVTCP_QCFG_PAGE_SIZE		PAGE_SIZE
+
+static inline u32 devtcp_rx_page_size(struct net_device *dev, unsigned int idx)
+{
+	return PAGE_SIZE;
+}
+#endif
 #ifdef DEVTCP_HAS_QUEUE_DMA_DEV
 #define DEVTCP_QUEUE_DMA_DEV(fn)	.ndo_queue_get_dma_dev = (fn),
 #else

@@ -13,6 +13,7 @@
 #include <linux/netdevice.h>
 #include <linux/prandom.h>
 #include <linux/ptr_ring.h>
+#include <linux/sizes.h>
 #include <linux/smp.h>
 #include <linux/u64_stats_sync.h>
 
@@ -21,6 +22,8 @@
 #define DEVTCP_DEFAULT_QUEUES	8
 #define DEVTCP_MAX_QUEUES	64
 #define DEVTCP_MAX_MTU		9000
+/* The largest payload buffer a memory provider may ask for (rx-page-size). */
+#define DEVTCP_MAX_RX_PAGE_SIZE	SZ_64K
 
 #define DEVTCP_RING_DEFAULT	1024
 #define DEVTCP_RING_MIN		64
@@ -66,6 +69,7 @@ struct devtcp_rxq_stats {
 struct devtcp_rx_mem {
 	struct page_pool *hdr_pool;	/* host memory, skb heads */
 	struct page_pool *data_pool;	/* payload; may be unreadable (devmem) */
+	u32 buf_size;			/* of a payload buffer: PAGE_SIZE or rx-page-size */
 	bool hds;			/* header split on */
 	u32 hds_thresh;
 };
@@ -220,7 +224,7 @@ int devtcp_rx_queue_restart(struct net_device *dev, unsigned int idx);
 int devtcp_provider_queue(struct net_device *dev, u32 from);
 
 /* rx.c */
-int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);
+int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem, u32 buf_size);
 void devtcp_rx_mem_attach(struct devtcp_rxq *rxq);
 void devtcp_rx_mem_free(struct devtcp_rx_mem *mem);
 int devtcp_rxq_open(struct devtcp_rxq *rxq);

@@ -20,7 +20,7 @@ static int devtcp_queue_mem_alloc(struct net_device *dev, DEVTCP_QCFG void *per_
 	/* A failed channel or ring change left the device with no queues. */
 	if (!priv->queues_open)
 		return -ENETDOWN;
-	return devtcp_rx_mem_alloc(&priv->rxq[idx], per_queue_mem);
+	return devtcp_rx_mem_alloc(&priv->rxq[idx], per_queue_mem, DEVTCP_QCFG_PAGE_SIZE);
 }
 
 static void devtcp_queue_mem_free(struct net_device *dev, void *per_queue_mem)
@@ -90,6 +90,27 @@ static __maybe_unused struct device *devtcp_queue_get_dma_dev(struct net_device 
 	return devtcp_dma_dev();
 }
 
+#ifdef DEVTCP_HAS_RX_PAGE_SIZE
+static void devtcp_default_qcfg(struct net_device *dev, struct netdev_queue_config *qcfg)
+{
+	qcfg->rx_page_size = PAGE_SIZE;
+}
+
+/* The page pool takes any order; a bound keeps one buffer's DMA write short. */
+static int devtcp_validate_qcfg(struct net_device *dev, struct netdev_queue_config *qcfg,
+				struct netlink_ext_ack *extack)
+{
+	if (qcfg->rx_page_size < PAGE_SIZE || qcfg->rx_page_size > DEVTCP_MAX_RX_PAGE_SIZE ||
+	    !is_power_of_2(qcfg->rx_page_size)) {
+		NL_SET_ERR_MSG_FMT(extack,
+				   "rx-page-size %u: devtcp takes a power of two from %lu to %u",
+				   qcfg->rx_page_size, PAGE_SIZE, DEVTCP_MAX_RX_PAGE_SIZE);
+		return -ERANGE;
+	}
+	return 0;
+}
+#endif
+
 const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops = {
 	.ndo_queue_mem_size	= sizeof(struct devtcp_rx_mem),
 	.ndo_queue_mem_alloc	= devtcp_queue_mem_alloc,
@@ -97,6 +118,7 @@ const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops = {
 	.ndo_queue_start	= devtcp_queue_start,
 	.ndo_queue_stop		= devtcp_queue_stop,
 	DEVTCP_QUEUE_DMA_DEV(devtcp_queue_get_dma_dev)
+	DEVTCP_QCFG_OPS(devtcp_default_qcfg, devtcp_validate_qcfg)
 };
 
 /*

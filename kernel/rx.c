@@ -130,7 +130,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		goto drop;
 
 	for (off = hlen; off < len; ) {
-		unsigned int chunk = min_t(unsigned int, len - off, PAGE_SIZE);
+		unsigned int chunk = min_t(unsigned int, len - off, rxq->mem.buf_size);
 		int nr = skb_shinfo(skb)->nr_frags;
 		netmem_ref netmem;
 		unsigned int poff;
@@ -245,11 +245,11 @@ void devtcp_napi_kick(struct devtcp_rxq *rxq)
 }
 
 static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
-					    bool unreadable)
+					    u32 buf_size, bool unreadable)
 {
 	struct page_pool_params pp = {
 		.flags		= PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
-		.order		= 0,
+		.order		= get_order(buf_size),
 		.pool_size	= size,
 		.nid		= NUMA_NO_NODE,
 		.dev		= devtcp_dma_dev(),
@@ -261,7 +261,7 @@ static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 		.netdev		= rxq->priv->dev,
 		.queue_idx	= rxq->idx,
 		.dma_dir	= DMA_FROM_DEVICE,
-		.max_len	= PAGE_SIZE,
+		.max_len	= buf_size,
 	};
 
 	if (unreadable)
@@ -269,18 +269,24 @@ static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 	return page_pool_create(&pp);
 }
 
-/* The memory of one RX queue: what a queue restart replaces. */
-int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem)
+/*
+ * The memory of one RX queue: what a queue restart replaces. Payload
+ * buffers are @buf_size bytes, larger than a page where a memory provider
+ * asks for it (a devmem binding's rx-page-size): a TCP segment then lands
+ * in one piece instead of one per page.
+ */
+int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem, u32 buf_size)
 {
 	u32 size = rxq->priv->rx_ring_size;
 	int err;
 
+	mem->buf_size = buf_size;
 	mem->hds = rxq->priv->hds;
 	mem->hds_thresh = rxq->priv->hds_thresh;
-	mem->hdr_pool = devtcp_pool_create(rxq, size, false);
+	mem->hdr_pool = devtcp_pool_create(rxq, size, PAGE_SIZE, false);
 	if (IS_ERR(mem->hdr_pool))
 		return PTR_ERR(mem->hdr_pool);
-	mem->data_pool = devtcp_pool_create(rxq, size, mem->hds);
+	mem->data_pool = devtcp_pool_create(rxq, size, buf_size, mem->hds);
 	if (IS_ERR(mem->data_pool)) {
 		err = PTR_ERR(mem->data_pool);
 		goto err_hdr;
@@ -331,7 +337,7 @@ int devtcp_rxq_open(struct devtcp_rxq *rxq)
 	rxq->napi_cpu = cpumask_local_spread(rxq->idx, dev_to_node(&dev->dev));
 	INIT_CSD(&rxq->kick_csd, devtcp_napi_remote, rxq);
 	devtcp_napi_add(dev, &rxq->napi, devtcp_rx_poll, rxq->idx);
-	err = devtcp_rx_mem_alloc(rxq, &rxq->mem);
+	err = devtcp_rx_mem_alloc(rxq, &rxq->mem, devtcp_rx_page_size(dev, rxq->idx));
 	if (err)
 		goto err_napi;
 	rxq->sender_stopped = false;

@@ -161,6 +161,29 @@ nt qlist 0
 check "devmem_nic_queues: no queue bound, 6 rx + 6 tx" \
 	bash -c '[ "$(grep -o "dmabuf=[1-9]" <<< "$1" | wc -l)" = 0 ] && [[ "$1" == "ok 12 "* ]]' _ "$reply"
 
+echo "# rx-page-size"
+errc "12 KiB buffers: refused by the library" 22 \
+	"dtb: rx-page-size 12288: want a power of two from the page size \(4096\) up" bind_rx 1 0 3 12288
+if kernel_has netdev_queue_config; then
+	okc "a one-page udmabuf" mem 4096
+	errc "16 KiB buffers on it: its chunk is not aligned" 22 \
+		"dtb: the dma-buf's chunks are not aligned to the rx-page-size 16384: use huge pages" \
+		bind_rx 1 0 3 16384
+	okc "a dma-heap buffer (aligned chunks)" heap 4194304
+	okc "bind-rx queue 3 with 16 KiB buffers" bind_rx 1 0 3 16384
+	check "devmem_binding_page_size: 16384" test "$(field page)" = 16384
+	errc "128 KiB buffers: devtcp refuses, the kernel's reason given" 34 \
+		"rx-page-size 131072: devtcp takes a power of two from 4096 to 65536" bind_rx 2 0 2 131072
+	okc "unbind" unbind 1
+	okc "bind-rx with the page size: the default, no attribute" bind_rx 1 0 3 4096
+	check "devmem_binding_page_size: 4096" test "$(field page)" = 4096
+	okc "unbind" unbind 1
+else
+	okc "a dma-heap buffer" heap 4194304
+	errc "16 KiB buffers: this kernel has none (7.3)" "[0-9]+" \
+		"dtb: this kernel has no rx-page-size \(Linux 7.3 and later\)" bind_rx 1 0 3 16384
+fi
+
 echo "# restore"
 okc "restore" restore 0
 after=$(snapshot)

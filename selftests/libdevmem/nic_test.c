@@ -12,7 +12,8 @@
  *   spread SLOT FIRST COUNT | ctx_add SLOT FIRST COUNT | ctx_del SLOT CTX
  *   flow SLOT 4|6 SRC DST SPORT DPORT QUEUE CTX   ("-" for a wildcard address)
  *   flow_del SLOT RULE | qlist SLOT | qstats SLOT QUEUE (-1: device)
- *   mem SIZE | bind_rx BSLOT SLOT Q[,Q...] | bind_tx BSLOT SLOT | unbind BSLOT
+ *   mem SIZE | heap SIZE | bind_rx BSLOT SLOT Q[,Q...] [PAGE_SIZE]
+ *   bind_tx BSLOT SLOT | unbind BSLOT
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -157,7 +158,10 @@ static void command(char *line)
 	} else if (!strcmp(argv[0], "mem") && argc == 2) {
 		err = devmem_mem_udmabuf(&mem, strtoul(argv[1], NULL, 0), 0);
 		reply(err, "fd %d", err ? -1 : devmem_mem_fd(mem));
-	} else if (!strcmp(argv[0], "bind_rx") && argc == 4) {
+	} else if (!strcmp(argv[0], "heap") && argc == 2) {
+		err = devmem_mem_heap(&mem, NULL, strtoul(argv[1], NULL, 0));
+		reply(err, "fd %d", err ? -1 : devmem_mem_fd(mem));
+	} else if (!strcmp(argv[0], "bind_rx") && (argc == 4 || argc == 5)) {
 		unsigned int q[16], n = 0;
 		char *p = argv[3];
 
@@ -166,8 +170,13 @@ static void command(char *line)
 			if (*p == ',')
 				p++;
 		}
-		err = devmem_bind_rx(&bindings[s], nics[slot(argv[2])], mem, q, n);
-		reply(err, "id %u", err ? 0 : devmem_binding_id(bindings[s]));
+		if (argc == 5)
+			err = devmem_bind_rx_page_size(&bindings[s], nics[slot(argv[2])], mem, q, n,
+						       strtoul(argv[4], NULL, 0));
+		else
+			err = devmem_bind_rx(&bindings[s], nics[slot(argv[2])], mem, q, n);
+		reply(err, "id %u page %u", err ? 0 : devmem_binding_id(bindings[s]),
+		      err ? 0 : devmem_binding_page_size(bindings[s]));
 		if (!err && devmem_binding_mem(bindings[s]) != mem)
 			printf("# devmem_binding_mem is not the memory bound\n");
 	} else if (!strcmp(argv[0], "bind_tx") && argc == 3) {

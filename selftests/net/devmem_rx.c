@@ -109,6 +109,7 @@ struct options {
 struct rx_stats {
 	uint64_t offset;
 	uint64_t dmabuf_bytes, dmabuf_frags;
+	uint32_t largest_frag;		/* of those in the dma-buf */
 	uint64_t linear_bytes, linear_frags;
 	uint64_t plain_bytes;
 	uint64_t bad, first_bad;
@@ -240,6 +241,8 @@ static ssize_t handle_cmsgs(struct msghdr *msg, const struct dmabuf *db, struct 
 					dc->frag_size);
 			st->dmabuf_bytes += dc->frag_size;
 			st->dmabuf_frags++;
+			if (dc->frag_size > st->largest_frag)
+				st->largest_frag = dc->frag_size;
 			held->tokens[(held->head + held->len++) % held->cap] = dc->frag_token;
 		} else if (cm->cmsg_type == SCM_DEVMEM_LINEAR) {
 			check_payload(st, linear, dc->frag_size, seed);
@@ -541,8 +544,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.dmabuf_bytes, (unsigned long long)st.dmabuf_frags,
 	       (unsigned long long)st.linear_bytes, (unsigned long long)st.linear_frags,
 	       (unsigned long long)st.bad);
-	printf(", %.1f MB/s, dmabuf id %u%s\n", secs > 0 ? st.offset / secs / 1e6 : 0.0, db.id,
-	       o.no_validate ? " (not validated)" : "");
+	printf(", largest frag %u, %.1f MB/s, dmabuf id %u%s\n", st.largest_frag,
+	       secs > 0 ? st.offset / secs / 1e6 : 0.0, db.id, o.no_validate ? " (not validated)" : "");
 	/* Copied: what the kernel wrote into our iov (linear and plain bytes). */
 	printf("stats bytes %llu secs %.3f utime %.3f stime %.3f recv_calls %llu "
 	       "dontneed_calls %llu copied %llu\n", (unsigned long long)st.offset, secs,

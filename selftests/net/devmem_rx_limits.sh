@@ -3,7 +3,7 @@
 # devmem RX limits that kernels from 6.14 (hds-thresh) and 7.x (rx-page-size,
 # the binding's buffer size) check: bind-rx is refused with the kernel's
 # reason and leaves the queue as it was, and while bound hds-thresh cannot
-# be raised. Skips, saying why, on kernels without them (6.12 LTS).
+# be raised. devtcp takes rx-page-sizes up to 64 KiB. Skips, saying why, on kernels without them (6.12 LTS).
 . "$(dirname "$0")/../lib.sh"
 
 q=3
@@ -66,6 +66,22 @@ stream() {
 
 check "rx-page-size 4096 (PAGE_SIZE) is accepted and receives intact" \
 	stream 5001 20000000 25 --rx-page-size 4096
+
+# Buffers larger than a page: a frame's payload (up to 64 KiB with GSO) lands
+# in pieces of 16 KiB instead of 4 KiB, and at MTU 9000 a segment of 8948
+# bytes in one piece instead of three. A dma-heap buffer is made of aligned
+# 64 KiB and 1 MiB chunks, which a 16 KiB buffer size needs.
+refused "rx-page-size 128 KiB (devtcp's bound is 64 KiB)" \
+	"devtcp takes a power of two from 4096 to 65536" -H -b 1048576 \
+	--rx-page-size 131072
+ip -n ns1 link set dta mtu 9000 && ip -n ns2 link set dtb mtu 9000 || fail "cannot set MTU 9000"
+largest() { sed -n 's/.*largest frag \([0-9]*\).*/\1/p' /tmp/rx.out; }
+check "rx-page-size 16384 at MTU 9000 receives intact" stream 5001 20000000 26 -H --rx-page-size 16384
+check "... in fragments over a page and up to 16 KiB (largest $(largest))" \
+	test "$(largest)" -gt 4096 -a "$(largest)" -le 16384
+check "after that binding, the queue is back on pages: intact" stream 5001 20000000 27 -H
+check "... in fragments of at most a page (largest $(largest))" test "$(largest)" -le 4096
+ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 
 # While bound: the core refuses a threshold that would keep payload from it.
 timeout 600 $rx -q $q -p 5002 -n 20000000 > /tmp/rx2.out 2>&1 &

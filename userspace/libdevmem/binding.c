@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "devtcp/nl_numbers.h"
@@ -20,6 +21,7 @@ struct devmem_binding {
 	struct devmem_nl *nl;
 	struct devmem_mem *mem;
 	uint32_t id;
+	uint32_t page_size;		/* of the RX buffers; 0 for TX */
 };
 
 static int id_cb(const struct nlmsghdr *nlh, void *data)
@@ -84,11 +86,28 @@ static bool held_queue(struct devmem_nic *nic, const unsigned int *queues, unsig
 
 /* Rewrites the kernel's refusal of a bind-rx as what to change. */
 static int explain_bind_rx(struct devmem_nic *nic, const struct devmem_nl_ext *ext, int err,
-			   const unsigned int *queues, unsigned int n)
+			   const unsigned int *queues, unsigned int n, uint32_t page_size)
 {
 	const char *name = devmem_nic_name(nic);
 	unsigned int lowest = queues[0], i;
 	struct devmem_queue_info held;
+
+	if (page_size) {
+		/* Kernels before 7.3 have no such attribute. */
+		if (ext->has_bad_attr && !ext->bad_nest &&
+		    ext->bad_type == DM_NETDEV_A_DMABUF_RX_PAGE_SIZE)
+			return devmem_fail(err, "%s: this kernel has no rx-page-size (Linux 7.3 and "
+					   "later): bind with pages of the system's size (kernel: "
+					   "%s)", name, ext->msg[0] ? ext->msg : "attribute refused");
+		if (strstr(ext->msg, "does not support: rx_page_size"))
+			return devmem_fail(err, "%s: its driver does not take an rx-page-size: bind "
+					   "with pages of the system's size (kernel: %s)", name,
+					   ext->msg);
+		if (strstr(ext->msg, "not aligned to niov size"))
+			return devmem_fail(err, "%s: the dma-buf's chunks are not aligned to the "
+					   "rx-page-size %u: use huge pages (DEVMEM_MEM_HUGEPAGES) or a "
+					   "dma-heap (kernel: %s)", name, page_size, ext->msg);
+	}
 
 	/* The kernel restarts queues in index order, so the lowest failed. */
 	for (i = 1; i < n; i++)
@@ -142,15 +161,28 @@ static int explain_bind_rx(struct devmem_nic *nic, const struct devmem_nl_ext *e
 DEVMEM_EXPORT int devmem_bind_rx(struct devmem_binding **out, struct devmem_nic *nic,
 				 struct devmem_mem *mem, const unsigned int *queues, unsigned int n)
 {
+	return devmem_bind_rx_page_size(out, nic, mem, queues, n, 0);
+}
+
+DEVMEM_EXPORT int devmem_bind_rx_page_size(struct devmem_binding **out, struct devmem_nic *nic,
+					   struct devmem_mem *mem, const unsigned int *queues,
+					   unsigned int n, uint32_t page_size)
+{
+	const uint32_t sys_page = (uint32_t)sysconf(_SC_PAGESIZE);
 	struct devmem_binding *b;
 	struct nlmsghdr *nlh;
 	unsigned int rxq, i, j;
 	uint16_t family;
-	char what[96];
+	char what[128];
 	int err;
 
 	if (!out || !nic || !mem)
 		return devmem_fail(-EINVAL, "devmem_bind_rx: out, nic and mem must not be NULL");
+	if (page_size == sys_page)
+		page_size = 0;	/* the default: no attribute, so any kernel takes it */
+	if (page_size && (page_size < sys_page || (page_size & (page_size - 1))))
+		return devmem_fail(-EINVAL, "%s: rx-page-size %u: want a power of two from the page "
+				   "size (%u) up", devmem_nic_name(nic), page_size, sys_page);
 	if (!queues || !n)
 		return devmem_fail(-EINVAL, "%s: bind-rx needs at least one queue",
 				   devmem_nic_name(nic));
@@ -181,11 +213,15 @@ DEVMEM_EXPORT int devmem_bind_rx(struct devmem_binding **out, struct devmem_nic 
 		mnl_attr_nest_end(nlh, nest);
 	}
 	mnl_attr_put_u32(nlh, DM_NETDEV_A_DMABUF_FD, devmem_mem_fd(mem));
-	snprintf(what, sizeof(what), "%s: bind-rx of %zu bytes to %u queue%s from %u",
-		 devmem_nic_name(nic), devmem_mem_size(mem), n, n > 1 ? "s" : "", queues[0]);
+	if (page_size)
+		mnl_attr_put_u32(nlh, DM_NETDEV_A_DMABUF_RX_PAGE_SIZE, page_size);
+	snprintf(what, sizeof(what), "%s: bind-rx of %zu bytes to %u queue%s from %u, %u-byte pages",
+		 devmem_nic_name(nic), devmem_mem_size(mem), n, n > 1 ? "s" : "", queues[0],
+		 page_size ? page_size : sys_page);
+	b->page_size = page_size ? page_size : sys_page;
 	err = devmem_nl_request(b->nl, nlh, id_cb, &b->id, what);
 	if (err)
-		err = explain_bind_rx(nic, devmem_nl_ext(b->nl), err, queues, n);
+		err = explain_bind_rx(nic, devmem_nl_ext(b->nl), err, queues, n, page_size);
 	else if (!b->id)
 		err = devmem_fail(-EPROTO, "%s: bind-rx replied without a dmabuf id",
 				  devmem_nic_name(nic));
@@ -246,4 +282,9 @@ DEVMEM_EXPORT uint32_t devmem_binding_id(const struct devmem_binding *binding)
 DEVMEM_EXPORT struct devmem_mem *devmem_binding_mem(const struct devmem_binding *binding)
 {
 	return binding->mem;
+}
+
+DEVMEM_EXPORT uint32_t devmem_binding_page_size(const struct devmem_binding *binding)
+{
+	return binding->page_size;
 }

@@ -289,6 +289,16 @@ struct devmem_binding;
  */
 int devmem_bind_rx(struct devmem_binding **out, struct devmem_nic *nic, struct devmem_mem *mem,
 		   const unsigned int *queues, unsigned int n);
+/*
+ * devmem_bind_rx() with RX buffers of @page_size bytes (netdev's
+ * rx-page-size, Linux 7.3; 0 or the page size: the default), so that a
+ * segment larger than a page lands in one fragment. The driver must support
+ * it, and the dma-buf's chunks must be aligned to it: huge-page udmabufs
+ * and dma-heaps are, udmabufs of small pages in general not.
+ */
+int devmem_bind_rx_page_size(struct devmem_binding **out, struct devmem_nic *nic,
+			     struct devmem_mem *mem, const unsigned int *queues, unsigned int n,
+			     uint32_t page_size);
 /* Binds @mem for sending through @nic (unprivileged). */
 int devmem_bind_tx(struct devmem_binding **out, struct devmem_nic *nic, struct devmem_mem *mem);
 /* Unbinds: RX queues restart on host memory. */
@@ -297,6 +307,8 @@ void devmem_unbind(struct devmem_binding *binding);
 /* The dmabuf id the kernel reports in cmsgs and expects in TX cmsgs. */
 uint32_t devmem_binding_id(const struct devmem_binding *binding);
 struct devmem_mem *devmem_binding_mem(const struct devmem_binding *binding);
+/* The size of an RX binding's buffers; 0 for a TX binding. */
+uint32_t devmem_binding_page_size(const struct devmem_binding *binding);
 
 /* ---------------------------------------------------------------------- rx */
 
