@@ -158,6 +158,7 @@ struct devtcp_component {
 	size_t devmem_size;
 	int devmem_queue;
 	int devmem_inplace;
+	int devmem_page_size;
 	char *rdpm_socket;
 	int output;
 	struct devtcp_module *module;

@@ -31,6 +31,7 @@ struct devtcp_devmem {
 	struct devmem_mem *mem;
 	unsigned char *map;
 	unsigned int queue;
+	size_t page_size;		/* of the binding's buffers */
 	int *links;			/* devmem data links accepted */
 	size_t nlinks;
 };
@@ -45,9 +46,15 @@ static bool mode_is(const char *want)
 
 static int devmem_error(const char *what)
 {
-	opal_output(0, "btl:devtcp: devmem: %s: %s (MCA parameter btl_devtcp_devmem is %s%s)", what,
-		    devmem_last_error(), mca_btl_devtcp_component.devmem_mode,
-		    mode_is("on") ? "" : "; off receives without devmem");
+	const struct devtcp_component *c = &mca_btl_devtcp_component;
+	char page[96] = "";
+
+	if (c->devmem_page_size)
+		snprintf(page, sizeof(page), "; btl_devtcp_devmem_page_size is %d",
+			 c->devmem_page_size);
+	opal_output(0, "btl:devtcp: devmem: %s: %s (MCA parameter btl_devtcp_devmem is %s%s%s)",
+		    what, devmem_last_error(), c->devmem_mode,
+		    mode_is("on") ? "" : "; off receives without devmem", page);
 	return OPAL_ERROR;
 }
 
@@ -77,18 +84,18 @@ void devtcp_devmem_close(struct devtcp_module *m)
 
 /*
  * btl_devtcp_devmem_inplace: ob1 takes MCA_BTL_DES_MAX_SEGMENTS segments a
- * descriptor, the header and 15 pieces of payload. Each TCP segment's
- * payload starts a buffer of its own (header split), taking ceil(mss /
- * page) of them, and a payload of N bytes spans at most ceil(N / mss) + 1
- * segments: N up to (15 / pieces a segment - 1) * mss always lands in 15
- * pieces or fewer. The sizes this rank sends are capped to that; its peers,
- * configured alike, cap theirs.
+ * descriptor, the header and 15 pieces of payload. A frame's payload starts
+ * a buffer of its own (header split) and at worst a frame is one segment,
+ * taking ceil(mss / buffer size) buffers; a payload of N bytes spans at
+ * most ceil(N / mss) + 1 segments: N up to (15 / pieces a segment - 1) * mss
+ * always lands in 15 pieces or fewer. The sizes this rank sends are capped
+ * to that; its peers, configured alike, cap theirs.
  */
-static void cap_for_inplace(struct devtcp_module *m)
+static void cap_for_inplace(struct devtcp_module *m, size_t page)
 {
 	const size_t pieces = MCA_BTL_DES_MAX_SEGMENTS - 1;
 	struct ifreq ifr;
-	size_t mss, page = (size_t)sysconf(_SC_PAGESIZE), per_seg, cap;
+	size_t mss, per_seg, cap;
 	mca_btl_base_module_t *b = &m->super;
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
@@ -116,6 +123,32 @@ static void cap_for_inplace(struct devtcp_module *m)
 }
 
 /*
+ * A host's ranks bind the reserved queues from the last one down, one each,
+ * by their local rank: two bindings of one queue would fail. False, having
+ * said why, when there are fewer reserved queues than local ranks.
+ */
+static bool queue_of_local_rank(struct devtcp_module *m, unsigned int *queue)
+{
+	const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	unsigned int local = env ? (unsigned int)strtoul(env, NULL, 10) : 0;
+	char path[sizeof(DEVMEM_STATE_DIR) + sizeof(m->ifname) + 8];
+	struct devmem_reservation r = { 0 };
+
+	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", m->ifname);
+	if (devmem_nic_reservation(path, &r) || local >= r.count) {
+		opal_output_verbose(mode_is("on") ? 0 : 1, mca_btl_devtcp_component.output,
+				    "btl:devtcp: devmem: local rank %u of this host, and %s has %u "
+				    "queue(s) reserved for devmem: one per rank is needed (devmem "
+				    "nic setup %s --reserve N, or rdpmd; MCA parameter "
+				    "btl_devtcp_devmem_queue picks one by hand)", local, m->ifname,
+				    r.count, m->ifname);
+		return false;
+	}
+	*queue = r.first + r.count - 1 - local;
+	return true;
+}
+
+/*
  * Per btl_devtcp_devmem: off, or on/auto with a dma-buf bound and the data
  * port steered. auto falls back to plain receive (saying why at verbose
  * level 1); on fails.
@@ -140,7 +173,20 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	m->devmem = d;
 	memcpy(flow.dst, &m->addr.ip, 4);
-	ret = devmem_mem_udmabuf(&d->mem, (size_t)c->devmem_size, 0);
+	d->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	if (c->devmem_page_size < 0 || (c->devmem_page_size &&
+	    ((size_t)c->devmem_page_size < d->page_size ||
+	     (c->devmem_page_size & (c->devmem_page_size - 1))))) {
+		opal_output(0, "btl:devtcp: btl_devtcp_devmem_page_size is %d: want 0 or a power of "
+			    "two from %zu up", c->devmem_page_size, d->page_size);
+		devtcp_devmem_close(m);
+		return OPAL_ERR_BAD_PARAM;
+	}
+	/* Buffers over a page need aligned chunks, which a heap's are. */
+	if ((size_t)c->devmem_page_size > d->page_size)
+		ret = devmem_mem_heap(&d->mem, NULL, (size_t)c->devmem_size);
+	else
+		ret = devmem_mem_udmabuf(&d->mem, (size_t)c->devmem_size, 0);
 	if (ret)
 		goto fail_msg;
 	ret = rdpm_connect(&d->rdpm, sock);
@@ -155,7 +201,13 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	if (d->rdpm) {
 		struct rdpm_buffer rb;
 
-		ret = rdpm_register_buffer(d->rdpm, m->ifname, d->mem, 0, &rb);
+		if ((size_t)c->devmem_page_size > d->page_size)
+			opal_output(0, "btl:devtcp: devmem: rdpmd binds with %zu-byte buffers: "
+				    "btl_devtcp_devmem_page_size %d applies to the direct path only",
+				    d->page_size, c->devmem_page_size);
+		/* One queue: the data port's rule points at one, and the
+		 * host's other ranks want the other reserved ones. */
+		ret = rdpm_register_buffer(d->rdpm, m->ifname, d->mem, 1, &rb);
 		if (!ret)
 			ret = rdpm_steer(d->rdpm, rb.handle, &flow, &d->queue, &d->flow_id);
 		if (ret)
@@ -177,10 +229,15 @@ int devtcp_devmem_open(struct devtcp_module *m)
 					       sock ? sock : "/run/rdpm/rdpm.sock", m->ifname);
 				goto fail;
 			}
+			if (ret == 1 && !queue_of_local_rank(m, &d->queue))
+				goto fail;
 			ret = ret < 0 ? ret : 0;
 		}
 		if (!ret)
-			ret = devmem_bind_rx(&d->binding, d->nic, d->mem, &d->queue, 1);
+			ret = devmem_bind_rx_page_size(&d->binding, d->nic, d->mem, &d->queue, 1,
+						       (uint32_t)c->devmem_page_size);
+		if (!ret)
+			d->page_size = devmem_binding_page_size(d->binding);
 		t = (struct devmem_flow_target){ .queue = d->queue };
 		if (!ret)
 			ret = devmem_nic_flow_add(d->nic, &flow, &t, &d->rule);
@@ -203,10 +260,10 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	}
 	m->addr.devmem = 1;
 	if (c->devmem_inplace)
-		cap_for_inplace(m);
-	devtcp_verbose(1, "devmem: %zu-byte dma-buf bound to queue %u of %s %s; data port %u "
-		       "steered there", devmem_mem_size(d->mem), d->queue, m->ifname,
-		       d->rdpm ? "by rdpmd" : "directly", ntohs(m->addr.data_port));
+		cap_for_inplace(m, d->page_size);
+	devtcp_verbose(1, "devmem: %zu-byte dma-buf bound to queue %u of %s %s, %zu-byte buffers; "
+		       "data port %u steered there", devmem_mem_size(d->mem), d->queue, m->ifname,
+		       d->rdpm ? "by rdpmd" : "directly", d->page_size, ntohs(m->addr.data_port));
 	return OPAL_SUCCESS;
 fail_msg:
 	if (mode_is("on"))

@@ -5,8 +5,8 @@
 # devtcp), with 2 and 4 ranks and 1 and 3 data links, and with btl/tcp as
 # the control; the same under ASan and UBSan (a sanitizer build of the
 # component, the runtimes preloaded into each rank; Open MPI's own leaks
-# keep the leak check off); a bad btl_devtcp_if_include ends MPI_Init with
-# a message naming the parameter.
+# keep the leak check off); a bad btl_devtcp_if_include, data_links or
+# devmem_page_size ends MPI_Init with a message naming the parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -27,7 +27,8 @@ if grep -q "MCA btl: devtcp" <<< "$info" &&
 else
 	bad "ompi_info does not list btl/devtcp:"; sed 's/^/  /' <<< "$info" | head
 fi
-for p in if_include data_links data_min ctrl_port data_port verbose; do
+for p in if_include data_links data_min ctrl_port data_port verbose devmem devmem_size \
+	devmem_queue devmem_inplace devmem_page_size rdpm_socket; do
 	grep -A1 "\"btl_devtcp_$p\"" <<< "$info" | tail -1 | grep -q '[a-z]' ||
 		bad "btl_devtcp_$p has no help text"
 done
@@ -60,20 +61,25 @@ OMPI_MCA_mca_base_component_path=$san:$pkglib \
 	--mca btl_devtcp_data_links 3 -x LD_PRELOAD="$preload" -x ASAN_OPTIONS=detect_leaks=0 \
 	-x UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-out=$(timeout 120 mpirun "${root[@]}" -np 2 --mca pml ob1 --mca btl devtcp,self \
-	--mca btl_devtcp_if_include nosuchif0 selftests/ompi/mpi_check 2>&1)
-rc=$?
-if [ $rc != 0 ] && grep -q "no IPv4 interface named nosuchif0 is up (MCA parameter btl_devtcp_if_include)" <<< "$out"; then
-	ok "a bad btl_devtcp_if_include fails the job (exit $rc) naming the parameter"
-else
-	bad "a bad btl_devtcp_if_include (exit $rc):"; sed 's/^/  /' <<< "$out" | tail -8
-fi
-out=$(timeout 120 mpirun "${root[@]}" -np 2 --mca pml ob1 --mca btl devtcp,self \
-	--mca btl_devtcp_data_links 9 selftests/ompi/mpi_check 2>&1)
-rc=$?
-if [ $rc != 0 ] && grep -q "btl_devtcp_data_links is 9; it must be 1-8" <<< "$out"; then
-	ok "btl_devtcp_data_links 9 fails the job (exit $rc) naming the parameter"
-else
-	bad "btl_devtcp_data_links 9 (exit $rc):"; sed 's/^/  /' <<< "$out" | tail -8
-fi
+# refused WHAT MESSAGE MCA ARGS...: MPI_Init fails, saying MESSAGE.
+refused() {
+	local what=$1 msg=$2 out rc
+	shift 2
+	out=$(timeout 120 mpirun "${root[@]}" -np 2 --mca pml ob1 --mca btl devtcp,self "$@" \
+		selftests/ompi/mpi_check 2>&1)
+	rc=$?
+	if [ $rc != 0 ] && grep -qF "$msg" <<< "$out"; then
+		ok "$what fails the job (exit $rc) naming the parameter"
+	else
+		bad "$what (exit $rc):"; sed 's/^/  /' <<< "$out" | tail -8
+	fi
+}
+refused "a bad btl_devtcp_if_include" \
+	"no IPv4 interface named nosuchif0 is up (MCA parameter btl_devtcp_if_include)" \
+	--mca btl_devtcp_if_include nosuchif0
+refused "btl_devtcp_data_links 9" "btl_devtcp_data_links is 9; it must be 1-8" \
+	--mca btl_devtcp_data_links 9
+refused "btl_devtcp_devmem_page_size 12288" \
+	"btl_devtcp_devmem_page_size is 12288: want 0 or a power of two" \
+	--mca btl_devtcp_devmem_page_size 12288
 [ $fails = 0 ]

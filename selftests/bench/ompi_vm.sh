@@ -1,22 +1,26 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Inside the VM (selftests/bench/ompi runs it): two ranks, one in each
-# namespace of a devtcp pair, under the real mpirun. Point-to-point
-# bandwidth and latency (selftests/ompi/mpi_bw) over btl/tcp, btl/devtcp
-# without devmem and btl/devtcp with devmem (queues reserved with `devmem
-# nic setup`), in turn, in the same boot; then NetPIPE (NPopenmpi,
-# Debian's netpipe-openmpi) over btl/tcp and btl/devtcp with devmem. Writes
-# /devtcp-out/{tcp,devtcp,devmem}.bw and netpipe-{tcp,devmem}.np, and the
-# devmem ranks' summaries (bytes read in place, copied) to devmem.summary.
+# namespace of a devtcp pair at MTU $DEVTCP_BENCH_MPI_MTU, under the real
+# mpirun. Point-to-point bandwidth and latency (selftests/ompi/mpi_bw) over
+# btl/tcp, btl/devtcp without devmem, btl/devtcp with devmem (queues
+# reserved with `devmem nic setup`), and the same read in place
+# (btl_devtcp_devmem_inplace with 16 KiB receive buffers), in turn, in the
+# same boot; then NetPIPE (NPopenmpi, Debian's netpipe-openmpi) over btl/tcp
+# and btl/devtcp with devmem. Writes /devtcp-out/{tcp,devtcp,devmem,inplace}.bw
+# and netpipe-{tcp,devmem}.np, and the devmem ranks' summaries (bytes read
+# in place, copied) to devmem.summary.
 . "$(dirname "$0")/../lib.sh"
 set -u
 VMBUILD=/devtcp/build/ompi-vm
 MAX=${DEVTCP_BENCH_MPI_MAX:-16777216}
 SECS=${DEVTCP_BENCH_MPI_SECS:-1}
+MTU=${DEVTCP_BENCH_MPI_MTU:-9000}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path=$VMBUILD:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi40
 [ -x $VMBUILD/mpi_bw ] || fail "$VMBUILD/mpi_bw is not built; run 'make' first"
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
+ip -n ns1 link set dta mtu "$MTU" && ip -n ns2 link set dtb mtu "$MTU" || fail "cannot set MTU $MTU"
 devmem=/devtcp/userspace/tools/devmem
 ip netns exec ns1 $devmem nic setup dta --reserve 2 > /dev/null || fail "nic setup dta"
 ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic setup dtb"
@@ -31,12 +35,15 @@ job() {
 		-x OMPI_MCA_mca_base_component_path --mca pml ob1 --mca btl "$btl",self \
 		--mca btl_devtcp_devmem "$dm" --mca btl_devtcp_verbose 1 "$@"
 }
-for run in "tcp tcp off" "devtcp devtcp off" "devmem devtcp auto"; do
-	read -r name btl dm <<< "$run"
+inplace="--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size 16384"
+for run in "tcp tcp off" "devtcp devtcp off" "devmem devtcp auto" "inplace devtcp auto $inplace"; do
+	read -r name btl dm mca <<< "$run"
 	echo "== mpi_bw over $name"
-	job "$btl" "$dm" $VMBUILD/mpi_bw "$MAX" "$SECS" > /tmp/$name.out 2>&1
+	# shellcheck disable=SC2086
+	job "$btl" "$dm" ${mca:-} $VMBUILD/mpi_bw "$MAX" "$SECS" > /tmp/$name.out 2>&1
 	grep -a '^[0-9]' /tmp/$name.out > /devtcp-out/$name.bw
-	grep -a 'devmem: .* payload bytes' /tmp/$name.out >> /devtcp-out/devmem.summary
+	grep -a 'devmem: .* payload bytes\|devmem: fragments of' /tmp/$name.out |
+		sed "s/^/$name: /" >> /devtcp-out/devmem.summary
 	cat /devtcp-out/$name.bw
 done
 for run in "tcp tcp off" "devmem devtcp auto"; do

@@ -10,8 +10,10 @@
 # and through rdpmd (one per namespace): the payload landed in the
 # dma-buf (the devmem queue's counters, each rank's own count), all of it
 # read in place (btl_devtcp_devmem_inplace 1: fragments capped to what
-# ob1's 16 segments hold), and nothing stays bound or steered after the
-# job.
+# ob1's 16 segments hold; on the direct path with 16 KiB receive buffers
+# at MTU 9000 where the kernel has rx-page-size), also with 4 ranks, two
+# per namespace, each on a reserved queue of its own, and nothing stays
+# bound or steered after the job.
 . "$(dirname "$0")/../lib.sh"
 
 VMBUILD=/devtcp/build/ompi-vm
@@ -97,18 +99,48 @@ devmem=/devtcp/userspace/tools/devmem
 ip netns exec ns1 $devmem nic setup dta --reserve 2 > /dev/null || fail "nic setup dta"
 ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic setup dtb"
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+# The direct path at MTU 9000 with 16 KiB receive buffers (rx-page-size, on
+# kernels that have it): fragments of 14 segments read in place.
+page=4096 mtu=1500 cap=20272
+if kernel_has netdev_queue_config; then
+	page=16384 mtu=9000 cap=125272
+	ip -n ns1 link set dta mtu $mtu && ip -n ns2 link set dtb mtu $mtu || fail "cannot set MTU $mtu"
+fi
 SECONDS=0
 mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_devmem auto --mca btl_devtcp_verbose 1 \
-	--mca btl_devtcp_devmem_inplace 1
+	--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size $page
 rc=$?
-check "devmem, direct (root, queues reserved): every check passes (exit $rc, $SECONDS s)" passed 2 $DMAX
+check "devmem, direct (root, queues reserved, $page-byte buffers): every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
 passed 2 $DMAX || show
 grep -a "devmem:" /tmp/mpi.out
-check "... each rank bound its dma-buf to queue 7 directly" \
-	test "$(grep -c "dma-buf bound to queue 7 of dt[ab] directly" /tmp/mpi.out)" = 2
-check "... and capped its fragments so that payloads are read in place (MTU 1500: 20272 bytes)" \
-	test "$(grep -c "fragments of at most 20272 bytes (MTU 1500" /tmp/mpi.out)" = 2
+check "... each rank bound its dma-buf to queue 7 directly, $page-byte buffers" \
+	test "$(grep -c "dma-buf bound to queue 7 of dt[ab] directly, $page-byte buffers" /tmp/mpi.out)" = 2
+check "... and capped its fragments so that payloads are read in place (MTU $mtu: $cap bytes)" \
+	test "$(grep -c "fragments of at most $cap bytes (MTU $mtu, $page-byte buffers" /tmp/mpi.out)" = 2
 devmem_checks "devmem, direct"
+ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
+# four_ranks HOW: 4 ranks, two per namespace, each with a reserved queue of
+# its own (7 and 6) and the payload in its dma-buf.
+four_ranks() {
+	local how=$1 host q
+	shift
+	SECONDS=0
+	mpi_run_app 4 1048576 devtcp,self "$@" --mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1
+	rc=$?
+	check "devmem $how, 4 ranks, two per namespace: every check passes (exit $rc, $SECONDS s)" \
+		passed 4 1048576
+	passed 4 1048576 || show
+	for q in 7 6; do
+		check "... a rank in each namespace bound queue $q $how" \
+			test "$(grep -c "dma-buf bound to queue $q of dt[ab] $how" /tmp/mpi.out)" = 2
+	done
+	for host in 10.99.0.1 10.99.0.2; do
+		check "... the ranks on $host read $(landed $host) payload bytes from their dma-bufs" \
+			test "$(landed $host)" -ge 1048576
+	done
+}
+four_ranks directly $VMBUILD/mpi_check
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 
@@ -133,6 +165,7 @@ for ns in ns1 ns2; do
 			grep -q 'disconnected; 1 binding(s) released' /tmp/rdpm/$ns.log"
 done
 devmem_checks "devmem through rdpmd"
+four_ranks "by rdpmd" "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check"
 # A job ended from outside: a rank SIGKILLed, then dtb drained by rdpmctl.
 # mpirun must exit with an error within a minute (no hang), and rdpmd must
 # have released what the job's ranks had bound and steered.
@@ -144,7 +177,7 @@ job_bg() {
 		--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 &
 	JOB_PID=$!
 	for _ in $(seq 600); do
-		[ "$(grep -c 'by rdpmd; data port' /tmp/mpi.out 2> /dev/null)" = 2 ] && break
+		[ "$(grep -c 'by rdpmd, [0-9]*-byte buffers; data port' /tmp/mpi.out 2> /dev/null)" = 2 ] && break
 		sleep 0.2
 	done
 	sleep 5	# into the sizes that take the data links
