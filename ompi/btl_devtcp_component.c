@@ -101,11 +101,11 @@ static int devtcp_register(void)
 		"dma-buf", &c->devmem_inplace);
 	c->devmem_page_size = 0;
 	reg_int("devmem_page_size",
-		"Bytes of each receive buffer of the direct path's binding (netdev rx-page-size, "
-		"Linux 7.3 and a NIC that takes it; a power of two; 0: the system page size). "
-		"Larger than a page, the dma-buf comes from the system dma-heap. With "
-		"btl_devtcp_devmem_inplace, 16384 at MTU 9000 lets fragments grow to 125272 "
-		"bytes. rdpmd binds with pages of the system's size", &c->devmem_page_size);
+		"Bytes of each receive buffer of the dma-buf's binding (netdev rx-page-size, "
+		"Linux 7.3 and a NIC that takes it; a power of two; 0: the system page size), "
+		"directly or through rdpmd. Larger than a page, the dma-buf comes from the "
+		"system dma-heap. With btl_devtcp_devmem_inplace, 16384 at MTU 9000 lets "
+		"fragments grow to 125272 bytes", &c->devmem_page_size);
 	c->rdpm_socket = getenv("RDPM_SOCKET");
 	mca_base_component_var_register(&c->super.btl_version, "rdpm_socket",
 		"rdpmd's socket (default: $RDPM_SOCKET, else /run/rdpm/rdpm.sock)",

@@ -201,13 +201,12 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	if (d->rdpm) {
 		struct rdpm_buffer rb;
 
-		if ((size_t)c->devmem_page_size > d->page_size)
-			opal_output(0, "btl:devtcp: devmem: rdpmd binds with %zu-byte buffers: "
-				    "btl_devtcp_devmem_page_size %d applies to the direct path only",
-				    d->page_size, c->devmem_page_size);
 		/* One queue: the data port's rule points at one, and the
 		 * host's other ranks want the other reserved ones. */
-		ret = rdpm_register_buffer(d->rdpm, m->ifname, d->mem, 1, &rb);
+		ret = rdpm_register_buffer_page_size(d->rdpm, m->ifname, d->mem, 1,
+						     (uint32_t)c->devmem_page_size, &rb);
+		if (!ret && (size_t)c->devmem_page_size > d->page_size)
+			d->page_size = (size_t)c->devmem_page_size;
 		if (!ret)
 			ret = rdpm_steer(d->rdpm, rb.handle, &flow, &d->queue, &d->flow_id);
 		if (ret)

@@ -278,7 +278,9 @@ static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm
 			 struct binding *b, const struct stat *st)
 {
 	struct rdpm_register_reply r = { 0 };
-	int err = devmem_bind_rx(&b->b, n->nic, b->mem, b->q, b->nq);
+	unsigned int shift = m->u.reg.flags & RDPM_REGISTER_PAGE_SHIFT;
+	int err = devmem_bind_rx_page_size(&b->b, n->nic, b->mem, b->q, b->nq,
+					   shift ? 1u << shift : 0);
 
 	if (err)
 		return reply_err(c, &m->hdr, err, "%s", devmem_last_error());
@@ -296,9 +298,9 @@ static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm
 	r.nqueues = b->nq;
 	memcpy(r.queues, b->q, sizeof(r.queues));
 	rdpm_log(LOG_INFO, "%s: pid %d uid %u bound %llu bytes as dmabuf %u to queue(s) %u-%u "
-		 "(handle %u)", n->conf.name, c->pid, c->uid,
+		 "(handle %u, %u-byte buffers)", n->conf.name, c->pid, c->uid,
 		 (unsigned long long)devmem_mem_size(b->mem), r.dmabuf_id, b->q[0],
-		 b->q[b->nq - 1], b->handle);
+		 b->q[b->nq - 1], b->handle, devmem_binding_page_size(b->b));
 	send_msg(c, RDPM_REGISTER | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
 	return 0;
 }

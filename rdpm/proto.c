@@ -100,8 +100,10 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 			FAIL(-EINVAL, "REGISTER: bad interface name");
 		if (m->u.reg.nqueues > RDPM_MAX_QUEUES)
 			FAIL(-EINVAL, "REGISTER: more queues than RDPM_MAX_QUEUES");
-		if (m->u.reg.flags)
+		if (m->u.reg.flags & ~RDPM_REGISTER_PAGE_SHIFT)
 			FAIL(-EINVAL, "REGISTER: unknown flags");
+		if ((m->u.reg.flags & RDPM_REGISTER_PAGE_SHIFT) > 31)
+			FAIL(-EINVAL, "REGISTER: page shift over 31");
 		break;
 	case RDPM_STEER: {
 		const struct rdpm_steer *s = &m->u.steer;

@@ -122,6 +122,17 @@ int main(void)
 	reg.nqueues = RDPM_MAX_QUEUES + 1;
 	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
 	CHECK(parse(&p, len, 1, &m) == -EINVAL, "too many queues");
+	reg.nqueues = 1;
+	reg.flags = 14;	/* 16 KiB buffers */
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == 0 && m.u.reg.flags == 14, "page shift 14");
+	reg.flags = 32;
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "page shift 32");
+	reg.flags = 0x40;
+	len = mk(&p, RDPM_REGISTER, &reg, sizeof(reg));
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "unknown register flag");
+	reg.flags = 0;
 	st = (struct rdpm_steer){ .handle = 3, .family = AF_INET, .dport = 5000 };
 	st.family = 7;
 	len = mk(&p, RDPM_STEER, &st, sizeof(st));

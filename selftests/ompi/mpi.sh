@@ -12,8 +12,9 @@
 # read in place (btl_devtcp_devmem_inplace 1: fragments capped to what
 # ob1's 16 segments hold; on the direct path with 16 KiB receive buffers
 # at MTU 9000 where the kernel has rx-page-size), also with 4 ranks, two
-# per namespace, each on a reserved queue of its own, and nothing stays
-# bound or steered after the job.
+# per namespace, each on a reserved queue of its own (through rdpmd with
+# 16 KiB buffers where the kernel has them), and nothing stays bound or
+# steered after the job.
 . "$(dirname "$0")/../lib.sh"
 
 VMBUILD=/devtcp/build/ompi-vm
@@ -120,27 +121,36 @@ check "... and capped its fragments so that payloads are read in place (MTU $mtu
 	test "$(grep -c "fragments of at most $cap bytes (MTU $mtu, $page-byte buffers" /tmp/mpi.out)" = 2
 devmem_checks "devmem, direct"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
-# four_ranks HOW: 4 ranks, two per namespace, each with a reserved queue of
-# its own (7 and 6) and the payload in its dma-buf.
+# four_ranks HOW PAGE APP: 4 ranks, two per namespace, each with a reserved
+# queue of its own (7 and 6) and the payload in its dma-buf; with PAGE
+# (bytes) over 4096 at MTU 9000 and read in place.
 four_ranks() {
-	local how=$1 host q
-	shift
+	local how=$1 page=$2 app=$3 host q inplace=()
+	if [ "$page" != 4096 ]; then
+		inplace=(--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size "$page")
+		ip -n ns1 link set dta mtu 9000 && ip -n ns2 link set dtb mtu 9000 || fail "MTU 9000"
+	fi
 	SECONDS=0
-	mpi_run_app 4 1048576 devtcp,self "$@" --mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1
+	mpi_run_app 4 1048576 devtcp,self "$app" --mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 \
+		"${inplace[@]}"
 	rc=$?
-	check "devmem $how, 4 ranks, two per namespace: every check passes (exit $rc, $SECONDS s)" \
+	ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "MTU 1500"
+	check "devmem $how, 4 ranks, two per namespace, $page-byte buffers: every check passes (exit $rc, $SECONDS s)" \
 		passed 4 1048576
 	passed 4 1048576 || show
 	for q in 7 6; do
-		check "... a rank in each namespace bound queue $q $how" \
-			test "$(grep -c "dma-buf bound to queue $q of dt[ab] $how" /tmp/mpi.out)" = 2
+		check "... a rank in each namespace bound queue $q $how, $page-byte buffers" \
+			test "$(grep -c "dma-buf bound to queue $q of dt[ab] $how, $page-byte buffers" /tmp/mpi.out)" = 2
 	done
 	for host in 10.99.0.1 10.99.0.2; do
 		check "... the ranks on $host read $(landed $host) payload bytes from their dma-bufs" \
 			test "$(landed $host)" -ge 1048576
+		[ "$page" = 4096 ] ||
+			check "... all of them in place: none copied out ($(copied $host))" \
+				test "$(copied $host)" = 0
 	done
 }
-four_ranks directly $VMBUILD/mpi_check
+four_ranks directly 4096 $VMBUILD/mpi_check
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 
@@ -165,7 +175,7 @@ for ns in ns1 ns2; do
 			grep -q 'disconnected; 1 binding(s) released' /tmp/rdpm/$ns.log"
 done
 devmem_checks "devmem through rdpmd"
-four_ranks "by rdpmd" "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check"
+four_ranks "by rdpmd" "$page" "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check"
 # A job ended from outside: a rank SIGKILLed, then dtb drained by rdpmctl.
 # mpirun must exit with an error within a minute (no hang), and rdpmd must
 # have released what the job's ranks had bound and steered.

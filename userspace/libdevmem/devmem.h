@@ -534,6 +534,11 @@ int rdpm_fd(const struct rdpm_client *c);
  */
 int rdpm_register_buffer(struct rdpm_client *c, const char *ifname, struct devmem_mem *mem,
 			 unsigned int nqueues, struct rdpm_buffer *out);
+/* The same with RX buffers of @page_size bytes (devmem_bind_rx_page_size();
+ * 0: the system page size). */
+int rdpm_register_buffer_page_size(struct rdpm_client *c, const char *ifname,
+				   struct devmem_mem *mem, unsigned int nqueues, uint32_t page_size,
+				   struct rdpm_buffer *out);
 /* Steers @flow to the least-loaded queue of buffer @handle: the queue in
  * @queue, the flow's id (for rdpm_unsteer()) in @flow_id. */
 int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,

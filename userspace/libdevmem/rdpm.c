@@ -251,7 +251,7 @@ static void local_unbind(struct local_binding *lb)
 }
 
 static int local_register(struct rdpm_client *c, const char *ifname, struct devmem_mem *mem,
-			  unsigned int nq, struct rdpm_buffer *out)
+			  unsigned int nq, uint32_t page_size, struct rdpm_buffer *out)
 {
 	struct local_binding *lb = NULL;
 	struct devmem_reservation r;
@@ -273,7 +273,7 @@ static int local_register(struct rdpm_client *c, const char *ifname, struct devm
 		lb->q[q] = r.first + q;
 	lb->nq = nq;
 	if (!err)
-		err = devmem_bind_rx(&lb->b, lb->nic, mem, lb->q, nq);
+		err = devmem_bind_rx_page_size(&lb->b, lb->nic, mem, lb->q, nq, page_size);
 	if (err) {
 		devmem_nic_close(lb->nic, true);
 		memset(lb, 0, sizeof(*lb));
@@ -344,6 +344,13 @@ DEVMEM_EXPORT int rdpm_register_buffer(struct rdpm_client *c, const char *ifname
 				       struct devmem_mem *mem, unsigned int nqueues,
 				       struct rdpm_buffer *out)
 {
+	return rdpm_register_buffer_page_size(c, ifname, mem, nqueues, 0, out);
+}
+
+DEVMEM_EXPORT int rdpm_register_buffer_page_size(struct rdpm_client *c, const char *ifname,
+						 struct devmem_mem *mem, unsigned int nqueues,
+						 uint32_t page_size, struct rdpm_buffer *out)
+{
 	struct rdpm_register_reply r;
 	struct rdpm_register req;
 	int err;
@@ -351,15 +358,20 @@ DEVMEM_EXPORT int rdpm_register_buffer(struct rdpm_client *c, const char *ifname
 	memset(&req, 0, sizeof(req));
 	if (!c || !ifname || !mem || !out)
 		return devmem_fail(-EINVAL, "rdpm_register_buffer: NULL argument");
+	if (page_size & (page_size - 1))
+		return devmem_fail(-EINVAL, "rdpm_register_buffer: page size %u is not a power of "
+				   "two", page_size);
 	if (!ifname[0] || strlen(ifname) >= sizeof(req.ifname))
 		return devmem_fail(-EINVAL, "rdpm_register_buffer: bad interface name");
 	if (nqueues > RDPM_QUEUES_MAX)
 		return devmem_fail(-EINVAL, "rdpm_register_buffer: at most %d queues",
 				   RDPM_QUEUES_MAX);
 	if (c->fd < 0)
-		return local_register(c, ifname, mem, nqueues, out);
+		return local_register(c, ifname, mem, nqueues, page_size, out);
 	memcpy(req.ifname, ifname, strlen(ifname));
 	req.nqueues = nqueues;
+	if (page_size)
+		req.flags = (uint32_t)__builtin_ctz(page_size);
 	err = xfer(c, RDPM_REGISTER, &req, sizeof(req), devmem_mem_fd(mem), &r, sizeof(r));
 	if (err)
 		return err;

@@ -63,8 +63,12 @@ struct rdpm_hello_reply {
 struct rdpm_register {
 	char ifname[RDPM_IFNAMSIZ];	/* NUL-terminated, not empty */
 	uint32_t nqueues;	/* reserved queues to bind (0: the NIC's default) */
-	uint32_t flags;		/* 0 */
+	uint32_t flags;		/* RDPM_REGISTER_PAGE_SHIFT */
 };
+
+/* REGISTER flags, bits 0-5: log2 of the RX buffer size the binding asks
+ * for (bind-rx's rx-page-size); 0: the system page size. */
+#define RDPM_REGISTER_PAGE_SHIFT	0x3fu
 
 struct rdpm_register_reply {
 	uint32_t handle;	/* for STEER and UNREGISTER */
