@@ -272,8 +272,8 @@ static struct page_pool *devtcp_pool_create(struct devtcp_rxq *rxq, u32 size,
 /*
  * The memory of one RX queue: what a queue restart replaces. Payload
  * buffers are @buf_size bytes, larger than a page where a memory provider
- * asks for it (a devmem binding's rx-page-size): a TCP segment then lands
- * in one piece instead of one per page.
+ * asks for it (a devmem binding's rx-page-size): a frame's payload then
+ * lands in pieces of that size instead of pages.
  */
 int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem, u32 buf_size)
 {

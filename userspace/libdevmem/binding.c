@@ -93,9 +93,10 @@ static int explain_bind_rx(struct devmem_nic *nic, const struct devmem_nl_ext *e
 	struct devmem_queue_info held;
 
 	if (page_size) {
-		/* Kernels before 7.3 have no such attribute. */
+		/* Kernels before 7.3 do not know the attribute. */
 		if (ext->has_bad_attr && !ext->bad_nest &&
-		    ext->bad_type == DM_NETDEV_A_DMABUF_RX_PAGE_SIZE)
+		    ext->bad_type == DM_NETDEV_A_DMABUF_RX_PAGE_SIZE &&
+		    (!ext->msg[0] || strstr(ext->msg, "Unknown attribute")))
 			return devmem_fail(err, "%s: this kernel has no rx-page-size (Linux 7.3 and "
 					   "later): bind with pages of the system's size (kernel: "
 					   "%s)", name, ext->msg[0] ? ext->msg : "attribute refused");
