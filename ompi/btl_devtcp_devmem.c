@@ -149,6 +149,22 @@ static bool queue_of_local_rank(struct devtcp_module *m, unsigned int *queue)
 }
 
 /*
+ * This rank holds the data port, so a rule steering it is one a rank
+ * killed before it could delete it (the direct path has no daemon to do
+ * that) left behind: it goes, or it would shadow ours.
+ */
+static int remove_stale_rule(struct devmem_nic *nic, const struct devmem_flow *flow)
+{
+	uint32_t stale;
+
+	if (devmem_nic_flow_find(nic, flow, &stale))
+		return 0;
+	devtcp_verbose(1, "devmem: flow rule %u steered data port %u already, left by a process "
+		       "that no longer holds the port: removing it", stale, flow->dport);
+	return devmem_nic_flow_del(nic, stale);
+}
+
+/*
  * Per btl_devtcp_devmem: off, or on/auto with a dma-buf bound and the data
  * port steered. auto falls back to plain receive (saying why at verbose
  * level 1); on fails.
@@ -238,6 +254,8 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		if (!ret)
 			d->page_size = devmem_binding_page_size(d->binding);
 		t = (struct devmem_flow_target){ .queue = d->queue };
+		if (!ret)
+			ret = remove_stale_rule(d->nic, &flow);
 		if (!ret)
 			ret = devmem_nic_flow_add(d->nic, &flow, &t, &d->rule);
 		d->have_rule = !ret;

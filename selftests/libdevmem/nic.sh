@@ -110,6 +110,16 @@ check "v6 rule: TCP over IPv6, dst fd99::2, dport 5202, context $ctx" \
 rule5=$(et -n dtb rule "$r5")
 check "5-tuple rule: src 10.99.0.1:40000" bash -c 'grep -q "Src IP addr: 10.99.0.1 mask: 0.0.0.0" <<< "$1" &&
 	grep -q "Src port: 40000 mask: 0x0" <<< "$1" && grep -q "Action: Direct to queue 1" <<< "$1"' _ "$rule5"
+okc "devmem_nic_flow_find: the tcp4 rule" flow_find 0 4 - 10.99.0.2 0 5201
+check "... at its location $r4" test "$(field rule)" = "$r4"
+okc "devmem_nic_flow_find: the tcp6 rule (to a context)" flow_find 0 6 - fd99::2 0 5202
+check "... at its location $r6" test "$(field rule)" = "$r6"
+okc "devmem_nic_flow_find: the 5-tuple rule" flow_find 0 4 10.99.0.1 10.99.0.2 40000 5203
+check "... at its location $r5" test "$(field rule)" = "$r5"
+errc "devmem_nic_flow_find: another port matches none" 2 "dtb: no flow rule matches that flow" \
+	flow_find 0 4 - 10.99.0.2 0 5204
+errc "devmem_nic_flow_find: fewer fields than the 5-tuple rule match none" 2 \
+	"dtb: no flow rule matches that flow" flow_find 0 4 - 10.99.0.2 0 5203
 errc "rule to queue 9 refused" 22 "dtb: flow rule to queue 9: queue 9 does not exist \(6 RX queues" \
 	flow 0 4 - - 0 1 9 0
 errc "fewer queues than the RSS table uses: the kernel's reason" 22 \

@@ -11,6 +11,7 @@
  *   split SLOT on|off | queues SLOT N | ntuple SLOT on|off
  *   spread SLOT FIRST COUNT | ctx_add SLOT FIRST COUNT | ctx_del SLOT CTX
  *   flow SLOT 4|6 SRC DST SPORT DPORT QUEUE CTX   ("-" for a wildcard address)
+ *   flow_find SLOT 4|6 SRC DST SPORT DPORT
  *   flow_del SLOT RULE | qlist SLOT | qstats SLOT QUEUE (-1: device)
  *   mem SIZE | heap SIZE | bind_rx BSLOT SLOT Q[,Q...] [PAGE_SIZE]
  *   bind_tx BSLOT SLOT | unbind BSLOT
@@ -121,7 +122,8 @@ static void command(char *line)
 		reply(err, "ctx %u", ctx);
 	} else if (!strcmp(argv[0], "ctx_del") && argc == 3) {
 		reply(devmem_nic_rss_ctx_del(nics[s], strtoul(argv[2], NULL, 0)), NULL);
-	} else if (!strcmp(argv[0], "flow") && argc == 9) {
+	} else if ((!strcmp(argv[0], "flow") && argc == 9) ||
+		   (!strcmp(argv[0], "flow_find") && argc == 7)) {
 		struct devmem_flow f = { .family = !strcmp(argv[2], "6") ? AF_INET6 : AF_INET };
 		struct devmem_flow_target t;
 		uint32_t rule = 0;
@@ -130,9 +132,13 @@ static void command(char *line)
 		addr(f.family, argv[4], f.dst);
 		f.sport = atoi(argv[5]);
 		f.dport = atoi(argv[6]);
-		t.queue = strtoul(argv[7], NULL, 0);
-		t.rss_ctx = strtoul(argv[8], NULL, 0);
-		err = devmem_nic_flow_add(nics[s], &f, &t, &rule);
+		if (argc == 9) {
+			t.queue = strtoul(argv[7], NULL, 0);
+			t.rss_ctx = strtoul(argv[8], NULL, 0);
+			err = devmem_nic_flow_add(nics[s], &f, &t, &rule);
+		} else {
+			err = devmem_nic_flow_find(nics[s], &f, &rule);
+		}
 		reply(err, "rule %u", rule);
 	} else if (!strcmp(argv[0], "flow_del") && argc == 3) {
 		reply(devmem_nic_flow_del(nics[s], strtoul(argv[2], NULL, 0)), NULL);

@@ -11,7 +11,8 @@
 # dma-buf (the devmem queue's counters, each rank's own count), all of it
 # read in place (btl_devtcp_devmem_inplace 1: fragments capped to what
 # ob1's 16 segments hold; on the direct path with 16 KiB receive buffers
-# at MTU 9000 where the kernel has rx-page-size), also with 4 ranks, two
+# at MTU 9000 where the kernel has rx-page-size; a stale rule for the data
+# port, as a killed rank leaves, removed first), also with 4 ranks, two
 # per namespace, each on a reserved queue of its own (through rdpmd with
 # 16 KiB buffers where the kernel has them), and nothing stays bound or
 # steered after the job.
@@ -107,9 +108,16 @@ if kernel_has netdev_queue_config; then
 	page=16384 mtu=9000 cap=125272
 	ip -n ns1 link set dta mtu $mtu && ip -n ns2 link set dtb mtu $mtu || fail "cannot set MTU $mtu"
 fi
+# A rule for the data port that a killed rank left behind (here to the
+# other reserved queue, where it would shadow the rank's own rule).
+ip netns exec ns1 ethtool -N dta flow-type tcp4 dst-ip 10.99.0.1 dst-port 7000 action 6 ||
+	fail "cannot add the stale rule on dta"
+ip netns exec ns2 ethtool -N dtb flow-type tcp4 dst-ip 10.99.0.2 dst-port 7000 action 6 ||
+	fail "cannot add the stale rule on dtb"
 SECONDS=0
 mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_devmem auto --mca btl_devtcp_verbose 1 \
-	--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size $page
+	--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size $page \
+	--mca btl_devtcp_data_port 7000
 rc=$?
 check "devmem, direct (root, queues reserved, $page-byte buffers): every check passes (exit $rc, $SECONDS s)" \
 	passed 2 $DMAX
@@ -119,6 +127,8 @@ check "... each rank bound its dma-buf to queue 7 directly, $page-byte buffers" 
 	test "$(grep -c "dma-buf bound to queue 7 of dt[ab] directly, $page-byte buffers" /tmp/mpi.out)" = 2
 check "... and capped its fragments so that payloads are read in place (MTU $mtu: $cap bytes)" \
 	test "$(grep -c "fragments of at most $cap bytes (MTU $mtu, $page-byte buffers" /tmp/mpi.out)" = 2
+check "... each removed the stale rule for its data port 7000 first" \
+	test "$(grep -c "steered data port 7000 already, left by a process that no longer holds" /tmp/mpi.out)" = 2
 devmem_checks "devmem, direct"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 # four_ranks HOW PAGE APP: 4 ranks, two per namespace, each with a reserved

@@ -195,6 +195,9 @@ struct devmem_flow_target {
 int devmem_nic_flow_add(struct devmem_nic *nic, const struct devmem_flow *flow,
 			const struct devmem_flow_target *target, uint32_t *rule);
 int devmem_nic_flow_del(struct devmem_nic *nic, uint32_t rule);
+/* The location of a rule matching exactly @flow (wherever it sends it) in
+ * @rule; -ENOENT when there is none. */
+int devmem_nic_flow_find(struct devmem_nic *nic, const struct devmem_flow *flow, uint32_t *rule);
 
 /*
  * Queues reserved for devmem: header split on (hds-thresh 0), ntuple on, the

@@ -98,12 +98,11 @@ int devmem_rule_delete(struct devmem_nic *nic, uint32_t loc)
 	return devmem_ethtool_ioctl(nic, &cmd);
 }
 
-/* A location for a new rule: "any" where the driver picks, else the first
- * free one of its table. */
-static int rule_location(struct devmem_nic *nic, uint32_t *loc)
+/* The driver's rule locations (ETHTOOL_GRXCLSRLALL), to free(); whether
+ * it picks locations itself in @special. */
+static int rule_list(struct devmem_nic *nic, struct ethtool_rxnfc **out, bool *special)
 {
 	struct ethtool_rxnfc cnt, *all;
-	uint32_t i, l;
 	int err;
 
 	memset(&cnt, 0, sizeof(cnt));
@@ -112,10 +111,6 @@ static int rule_location(struct devmem_nic *nic, uint32_t *loc)
 	if (err)
 		return devmem_fail_errno(err, "%s: ETHTOOL_GRXCLSRLCNT (ethtool -n %s)", nic->name,
 					 nic->name);
-	if (cnt.data & RX_CLS_LOC_SPECIAL) {
-		*loc = RX_CLS_LOC_ANY;
-		return 0;
-	}
 	all = calloc(1, sizeof(*all) + (cnt.rule_cnt + 1) * sizeof(uint32_t));
 	if (!all)
 		return devmem_fail(-ENOMEM, "%s: no memory for the rule list", nic->name);
@@ -126,6 +121,28 @@ static int rule_location(struct devmem_nic *nic, uint32_t *loc)
 		free(all);
 		return devmem_fail_errno(err, "%s: ETHTOOL_GRXCLSRLALL (ethtool -n %s)", nic->name,
 					 nic->name);
+	}
+	*special = cnt.data & RX_CLS_LOC_SPECIAL;
+	*out = all;
+	return 0;
+}
+
+/* A location for a new rule: "any" where the driver picks, else the first
+ * free one of its table. */
+static int rule_location(struct devmem_nic *nic, uint32_t *loc)
+{
+	struct ethtool_rxnfc *all;
+	bool special;
+	uint32_t i, l;
+	int err;
+
+	err = rule_list(nic, &all, &special);
+	if (err)
+		return err;
+	if (special) {
+		free(all);
+		*loc = RX_CLS_LOC_ANY;
+		return 0;
 	}
 	/* The table has all->data entries; find the lowest one not in use. */
 	for (l = 0; l < all->data; l++) {
@@ -140,6 +157,56 @@ static int rule_location(struct devmem_nic *nic, uint32_t *loc)
 	free(all);
 	*loc = l;
 	return err;
+}
+
+/* Whether rule @got matches the frames @want does, wherever it sends them. */
+static bool same_match(const struct ethtool_rx_flow_spec *got,
+		       const struct ethtool_rx_flow_spec *want)
+{
+	const uint8_t *gh = (const uint8_t *)&got->h_u, *gm = (const uint8_t *)&got->m_u;
+	const uint8_t *wh = (const uint8_t *)&want->h_u, *wm = (const uint8_t *)&want->m_u;
+	const uint32_t extras = FLOW_EXT | FLOW_MAC_EXT | FLOW_RSS;
+
+	if ((got->flow_type & ~extras) != (want->flow_type & ~extras) ||
+	    (got->flow_type & (FLOW_EXT | FLOW_MAC_EXT)))
+		return false;
+	for (size_t i = 0; i < sizeof(got->h_u); i++)
+		if (gm[i] != wm[i] || (gh[i] & gm[i]) != (wh[i] & wm[i]))
+			return false;
+	return true;
+}
+
+DEVMEM_EXPORT int devmem_nic_flow_find(struct devmem_nic *nic, const struct devmem_flow *flow,
+				       uint32_t *rule)
+{
+	const struct devmem_flow_target any = { 0 };
+	struct ethtool_rx_flow_spec want;
+	struct ethtool_rxnfc *all, get;
+	uint32_t rss_ctx, i;
+	bool special;
+	int err;
+
+	if (!nic || !rule)
+		return devmem_fail(-EINVAL, "devmem_nic_flow_find: nic and rule must not be NULL");
+	err = devmem_flow_spec(nic->name, flow, &any, &want, &rss_ctx);
+	if (!err)
+		err = rule_list(nic, &all, &special);
+	if (err)
+		return err;
+	for (i = 0; i < all->rule_cnt; i++) {
+		memset(&get, 0, sizeof(get));
+		get.cmd = ETHTOOL_GRXCLSRULE;
+		get.fs.location = all->rule_locs[i];
+		if (devmem_ethtool_ioctl(nic, &get))
+			continue;	/* deleted meanwhile */
+		if (same_match(&get.fs, &want)) {
+			*rule = all->rule_locs[i];
+			free(all);
+			return 0;
+		}
+	}
+	free(all);
+	return devmem_fail(-ENOENT, "%s: no flow rule matches that flow", nic->name);
 }
 
 DEVMEM_EXPORT int devmem_nic_flow_add(struct devmem_nic *nic, const struct devmem_flow *flow,
