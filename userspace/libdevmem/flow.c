@@ -98,31 +98,46 @@ int devmem_rule_delete(struct devmem_nic *nic, uint32_t loc)
 	return devmem_ethtool_ioctl(nic, &cmd);
 }
 
-/* The driver's rule locations (ETHTOOL_GRXCLSRLALL), to free(); whether
- * it picks locations itself in @special. */
-static int rule_list(struct devmem_nic *nic, struct ethtool_rxnfc **out, bool *special)
+/* Whether the driver picks rule locations itself (RX_CLS_LOC_SPECIAL). */
+static int rule_count(struct devmem_nic *nic, struct ethtool_rxnfc *cnt)
 {
-	struct ethtool_rxnfc cnt, *all;
 	int err;
 
-	memset(&cnt, 0, sizeof(cnt));
-	cnt.cmd = ETHTOOL_GRXCLSRLCNT;
-	err = devmem_ethtool_ioctl(nic, &cnt);
+	memset(cnt, 0, sizeof(*cnt));
+	cnt->cmd = ETHTOOL_GRXCLSRLCNT;
+	err = devmem_ethtool_ioctl(nic, cnt);
 	if (err)
 		return devmem_fail_errno(err, "%s: ETHTOOL_GRXCLSRLCNT (ethtool -n %s)", nic->name,
 					 nic->name);
-	all = calloc(1, sizeof(*all) + (cnt.rule_cnt + 1) * sizeof(uint32_t));
-	if (!all)
-		return devmem_fail(-ENOMEM, "%s: no memory for the rule list", nic->name);
-	all->cmd = ETHTOOL_GRXCLSRLALL;
-	all->rule_cnt = cnt.rule_cnt;
-	err = devmem_ethtool_ioctl(nic, all);
-	if (err) {
-		free(all);
+	return 0;
+}
+
+/*
+ * The driver's rule locations (ETHTOOL_GRXCLSRLALL), to free(). Other
+ * processes (a host's other ranks) add rules meanwhile: the list is asked
+ * for with room to spare, and again when it has outgrown that.
+ */
+static int rule_list(struct devmem_nic *nic, struct ethtool_rxnfc **out)
+{
+	struct ethtool_rxnfc cnt, *all;
+	int err, tries = 0;
+
+	do {
+		err = rule_count(nic, &cnt);
+		if (err)
+			return err;
+		all = calloc(1, sizeof(*all) + (cnt.rule_cnt + 64) * sizeof(uint32_t));
+		if (!all)
+			return devmem_fail(-ENOMEM, "%s: no memory for the rule list", nic->name);
+		all->cmd = ETHTOOL_GRXCLSRLALL;
+		all->rule_cnt = cnt.rule_cnt + 64;
+		err = devmem_ethtool_ioctl(nic, all);
+		if (err)
+			free(all);
+	} while (err == -EMSGSIZE && ++tries < 8);
+	if (err)
 		return devmem_fail_errno(err, "%s: ETHTOOL_GRXCLSRLALL (ethtool -n %s)", nic->name,
 					 nic->name);
-	}
-	*special = cnt.data & RX_CLS_LOC_SPECIAL;
 	*out = all;
 	return 0;
 }
@@ -131,19 +146,20 @@ static int rule_list(struct devmem_nic *nic, struct ethtool_rxnfc **out, bool *s
  * free one of its table. */
 static int rule_location(struct devmem_nic *nic, uint32_t *loc)
 {
-	struct ethtool_rxnfc *all;
-	bool special;
+	struct ethtool_rxnfc cnt, *all;
 	uint32_t i, l;
 	int err;
 
-	err = rule_list(nic, &all, &special);
+	err = rule_count(nic, &cnt);
 	if (err)
 		return err;
-	if (special) {
-		free(all);
+	if (cnt.data & RX_CLS_LOC_SPECIAL) {
 		*loc = RX_CLS_LOC_ANY;
 		return 0;
 	}
+	err = rule_list(nic, &all);
+	if (err)
+		return err;
 	/* The table has all->data entries; find the lowest one not in use. */
 	for (l = 0; l < all->data; l++) {
 		for (i = 0; i < all->rule_cnt && all->rule_locs[i] != l; i++)
@@ -183,14 +199,13 @@ DEVMEM_EXPORT int devmem_nic_flow_find(struct devmem_nic *nic, const struct devm
 	struct ethtool_rx_flow_spec want;
 	struct ethtool_rxnfc *all, get;
 	uint32_t rss_ctx, i;
-	bool special;
 	int err;
 
 	if (!nic || !rule)
 		return devmem_fail(-EINVAL, "devmem_nic_flow_find: nic and rule must not be NULL");
 	err = devmem_flow_spec(nic->name, flow, &any, &want, &rss_ctx);
 	if (!err)
-		err = rule_list(nic, &all, &special);
+		err = rule_list(nic, &all);
 	if (err)
 		return err;
 	for (i = 0; i < all->rule_cnt; i++) {
