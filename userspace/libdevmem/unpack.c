@@ -9,7 +9,10 @@
  *
  * GPU launches go through DM_SLOTS slots, each a pinned descriptor buffer,
  * its device copy and an event: a launch is copied and started while the
- * ones before it still run, and waits only for the slot it reuses. A batch
+ * ones before it still run, and waits only for the slot it reuses. A
+ * batch of a receive's size (DM_UNPACK_INLINE fragments) goes in the
+ * launch's parameters instead, which saves a copy before every kernel:
+ * that copy was most of what a receive's launch cost. A batch
  * is one launch, unless it holds linear bytes (a copy in host memory, as
  * a receive reports bytes that did not land in the dma-buf): those go to
  * the GPU through the slot's pinned scratch, and each run of them is a
@@ -25,10 +28,11 @@
 #include "unpack_abi.h"
 
 #define DM_SLOTS	4
-#define DM_THREADS	256
 #define DM_MAX_BLOCKS	4096
 #define DM_LINEAR	(64u << 10)	/* linear bytes one GPU launch takes */
 
+_Static_assert(sizeof(struct dm_unpack_launch) + 8 + sizeof(struct dm_unpack_inline) <= 4096,
+	       "an inline launch's parameters fit every driver's 4 KiB");
 _Static_assert((int)DEVMEM_UNPACK_INT32 == (int)DM_UNPACK_INT32 &&
 	       (int)DEVMEM_UNPACK_FP64 == (int)DM_UNPACK_FP64 &&
 	       (int)DEVMEM_UNPACK_COPY == (int)DM_UNPACK_COPY &&
@@ -314,24 +318,30 @@ static int launch(struct devmem_unpack *u, struct dm_slot *s, const unsigned cha
 
 	struct devmem_cuda_errname en;
 	CUdeviceptr frags = s->dev;
-	void *params[] = { &l, &frags };
+	struct dm_unpack_inline in;
+	void *params[] = { &l, &frags, &in };
 	unsigned int group = 32, blocks;
-	CUresult res;
+	CUresult res = CUDA_SUCCESS;
 
 	/* about a 16-byte word a thread: a warp for 512 bytes, a block for
 	 * 4 KiB and more */
-	while (group < DM_THREADS && group * 16 < (end - u->l.end) / n)
+	while (group < DM_UNPACK_THREADS && group * 16 < (end - u->l.end) / n)
 		group *= 2;
-	blocks = (n + DM_THREADS / group - 1) / (DM_THREADS / group);
+	blocks = (n + DM_UNPACK_THREADS / group - 1) / (DM_UNPACK_THREADS / group);
 	if (blocks > DM_MAX_BLOCKS)
 		blocks = DM_MAX_BLOCKS;
 	l.group = group;
 	l.carry_in = (const unsigned char *)(uintptr_t)(u->carry + 8 * (u->launched % 2));
 	l.carry_out = (unsigned char *)(uintptr_t)(u->carry + 8 * ((u->launched + 1) % 2));
-	res = u->cu->memcpy_htod_async(s->dev, s->host, n * sizeof(*s->host), u->stream);
+	if (n <= DM_UNPACK_INLINE) {
+		memcpy(in.f, s->host, n * sizeof(*s->host));
+		frags = 0;	/* the kernel reads them from its parameters */
+	} else {
+		res = u->cu->memcpy_htod_async(s->dev, s->host, n * sizeof(*s->host), u->stream);
+	}
 	if (!res)
 		res = u->cu->launch_kernel(l.op == DM_UNPACK_COPY ? u->gather : u->reduce, blocks, 1,
-					   1, DM_THREADS, 1, 1, 0, u->stream, params, NULL);
+					   1, DM_UNPACK_THREADS, 1, 1, 0, u->stream, params, NULL);
 	if (!res)
 		res = u->cu->event_record(s->done, u->stream);
 	if (res)

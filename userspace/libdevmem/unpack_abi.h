@@ -9,6 +9,9 @@
 
 #include <stdint.h>
 
+/* Threads a block: the kernels are compiled for no more. */
+#define DM_UNPACK_THREADS 256
+
 enum { DM_UNPACK_INT32, DM_UNPACK_FP16, DM_UNPACK_BF16, DM_UNPACK_FP32, DM_UNPACK_FP64 };
 enum { DM_UNPACK_COPY, DM_UNPACK_SUM, DM_UNPACK_PROD, DM_UNPACK_MIN, DM_UNPACK_MAX,
        DM_UNPACK_AVG };
@@ -21,6 +24,15 @@ struct dm_unpack_frag {
 	uint64_t pos;
 	uint32_t len;
 	uint32_t pad;
+};
+
+/* A batch of up to DM_UNPACK_INLINE fragments travels in the launch's
+ * parameters (with struct dm_unpack_launch, within the 4 KiB that every
+ * driver takes), so no copy to the GPU goes before its kernel. */
+#define DM_UNPACK_INLINE 160
+
+struct dm_unpack_inline {
+	struct dm_unpack_frag f[DM_UNPACK_INLINE];
 };
 
 struct dm_unpack_launch {

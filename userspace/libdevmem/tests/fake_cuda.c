@@ -10,14 +10,15 @@
  * page boundary, as the driver may; the dma-buf export is a memfd.
  * FAKE_CUDA_NO_DMABUF=1 makes the device unable to export dma-bufs.
  *
- * It also runs devmem_unpack's two kernels, on the CPU (unpack_cpu.c), in
- * stream order on a worker thread: the asynchronous copies, launches and
- * events that libdevmem's GPU path uses, so that path runs where there is
- * no GPU. FAKE_CUDA_KERNEL_US delays each launch that long (a slow GPU:
- * fragments handed back before their batch ran would be overwritten by
- * the NIC first). With FAKE_CUDA_UDMABUF=1 a dma-buf export is a real
- * udmabuf over the allocation's memory, which a NIC can be bound to: the
- * VM tests receive devmem TCP into this "GPU memory".
+ * It also runs devmem_unpack's two kernels, gpu/unpack.cu itself built for
+ * the CPU (kernel_host.cc), in stream order on a worker thread: the
+ * asynchronous copies, launches and events that libdevmem's GPU path uses,
+ * so that path runs where there is no GPU. FAKE_CUDA_KERNEL_US delays
+ * each launch that long (a slow GPU: fragments handed back before their
+ * batch ran would be overwritten by the NIC first). With
+ * FAKE_CUDA_UDMABUF=1 a dma-buf export is a real udmabuf over the
+ * allocation's memory, which a NIC can be bound to: the VM tests receive
+ * devmem TCP into this "GPU memory".
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -34,7 +35,8 @@
 
 #include "unpack_abi.h"
 
-void dm_unpack_cpu(const struct dm_unpack_launch *l, const struct dm_unpack_frag *f);
+void fake_cuda_run_kernel(int reduce, unsigned int blocks, unsigned int threads,
+			  const struct dm_unpack_launch *l, const struct dm_unpack_frag *f);
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -341,8 +343,10 @@ struct fake_op {
 	size_t len;
 	/* OP_LAUNCH */
 	int reduce;
+	unsigned int blocks, threads;
 	struct dm_unpack_launch l;
 	CUdeviceptr frags;
+	struct dm_unpack_frag *inline_frags;	/* or in the parameters */
 };
 
 struct fake_event {
@@ -363,7 +367,8 @@ static void run_launch(struct fake_op *o)
 {
 	struct dm_unpack_launch l = o->l;
 	size_t nf = l.n * sizeof(struct dm_unpack_frag);
-	const struct dm_unpack_frag *f = (const void *)rw_of(o->frags, nf);
+	const struct dm_unpack_frag *f = o->inline_frags ? o->inline_frags :
+					 (const void *)rw_of(o->frags, nf);
 	const char *us = getenv("FAKE_CUDA_KERNEL_US");
 	uint64_t lo = UINT64_MAX, hi = 0;
 
@@ -389,7 +394,7 @@ static void run_launch(struct fake_op *o)
 		q_errors++;
 		return;
 	}
-	dm_unpack_cpu(&l, f);
+	fake_cuda_run_kernel(o->reduce, o->blocks, o->threads, &l, f);
 }
 
 static void *worker(void *arg)
@@ -415,6 +420,7 @@ static void *worker(void *arg)
 				q_errors++;
 		} else if (o->kind == OP_LAUNCH) {
 			run_launch(o);
+			free(o->inline_frags);
 		}
 		pthread_mutex_lock(&q_lock);
 		q_ran = o->seq;
@@ -495,17 +501,35 @@ CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int
 {
 	struct fake_op *o;
 
-	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream;
+	(void)shared; (void)stream;
 	if (!in_ctx())
 		return INVALID_CONTEXT;
-	if ((fn != &fn_gather && fn != &fn_reduce) || !params || extra)
+	/* the kernels use x alone */
+	if ((fn != &fn_gather && fn != &fn_reduce) || !params || extra || !gx || !bx ||
+	    gy != 1 || gz != 1 || by != 1 || bz != 1 || bx > 1024)
 		return INVALID_VALUE;
 	o = calloc(1, sizeof(*o));
-	if (o) {
-		o->kind = OP_LAUNCH;
-		o->reduce = fn == &fn_reduce;
-		memcpy(&o->l, params[0], sizeof(o->l));
-		memcpy(&o->frags, params[1], sizeof(o->frags));
+	if (!o)
+		return OUT_OF_MEMORY;
+	o->kind = OP_LAUNCH;
+	o->reduce = fn == &fn_reduce;
+	o->blocks = gx;
+	o->threads = bx;
+	memcpy(&o->l, params[0], sizeof(o->l));
+	memcpy(&o->frags, params[1], sizeof(o->frags));
+	/* no device address: the fragments are in the parameters, copied at
+	 * the launch as a driver does */
+	if (!o->frags) {
+		if (o->l.n > DM_UNPACK_INLINE) {
+			free(o);
+			return INVALID_VALUE;
+		}
+		o->inline_frags = malloc(sizeof(struct dm_unpack_inline));
+		if (!o->inline_frags) {
+			free(o);
+			return OUT_OF_MEMORY;
+		}
+		memcpy(o->inline_frags, params[2], sizeof(struct dm_unpack_inline));
 	}
 	return enqueue(o, NULL);
 }

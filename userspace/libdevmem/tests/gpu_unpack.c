@@ -9,8 +9,9 @@
  *   gpu_unpack            the comparison, then devmem_rx_unpack over a
  *                         loopback TCP pair into GPU memory (every byte
  *                         linear there: the scratch path, batches in flight)
- *   gpu_unpack bench      GB/s of gather and of an fp32 sum against
- *                         cuMemcpyDtoD of the same bytes, fragments of 1-64 KiB
+ *   gpu_unpack bench      GB/s of gather and of sums against cuMemcpyDtoD
+ *                         of the same bytes, fragments of 1-64 KiB and of
+ *                         TCP segment sizes; one receive's latency
  */
 #include <errno.h>
 #include <time.h>
@@ -118,10 +119,11 @@ static int check_all(struct devmem_mem *mem)
 	struct uc_layout R[4] = { 0 }, D = { 0 };
 	int rec;
 
-	uc_random(&R[0], (4 << 20) / SCALE, 1, 0);
-	uc_random(&R[1], (1 << 20) / SCALE, 2, 0);
-	uc_random(&R[2], (6 << 20) / SCALE, 3, 0);
-	uc_random(&R[3], (4 << 20) / SCALE, 4, 1);	/* with linear bytes */
+	uc_random(&R[0], (4 << 20) / SCALE, 1, 0, 64);
+	uc_random(&R[1], (1 << 20) / SCALE, 2, 0, 64);
+	/* batches past DM_UNPACK_INLINE: their descriptors are copied */
+	uc_random(&R[2], (6 << 20) / (SCALE > 1 ? 2 : 1), 3, 0, 600);
+	uc_random(&R[3], (4 << 20) / SCALE, 4, 1, 64);	/* with linear bytes */
 	rec = uc_recorded(&D, "data/frags-devtcp.txt", (6 << 20) / SCALE);
 	CHECK(rec == 0, "the recorded devtcp layout loads");
 	for (int i = 0; i < 4; i++)
@@ -138,9 +140,10 @@ static int check_all(struct devmem_mem *mem)
 				compare(mem, &D, t, o, "recorded");
 		}
 	}
-	printf("layouts: random %u/%u/%u fragments, mixed with linear bytes %u, recorded %u "
-	       "(%u batches, %zu bytes); %u runs compared with the CPU\n", R[0].nfrags,
-	       R[1].nfrags, R[2].nfrags, R[3].nfrags, D.nfrags, D.nbatches, D.bytes, compared);
+	printf("layouts: random %u/%u/%u fragments (the last in %u batches), mixed with linear "
+	       "bytes %u, recorded %u (%u batches, %zu bytes); %u runs compared with the CPU\n",
+	       R[0].nfrags, R[1].nfrags, R[2].nfrags, R[2].nbatches, R[3].nfrags, D.nfrags,
+	       D.nbatches, D.bytes, compared);
 	for (int i = 0; i < 4; i++) {
 		free(R[i].frags);
 		free(R[i].batches);
@@ -232,60 +235,117 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Fragments of @size bytes a page apart from each other, 4096 a batch, as
- * many batches as make 1 GiB, into a 256 MiB destination over and over. */
+/* GB/s of one operation over fragments @f (@n a batch, @batch bytes), as
+ * many batches as make 1 GiB, into a destination of @span bytes at @d
+ * over and over. */
+static double rate(struct devmem_unpack *u, CUdeviceptr d, size_t span,
+		   const struct devmem_frag *f, unsigned int n, size_t batch, unsigned int type,
+		   unsigned int op)
+{
+	const size_t total = 1u << 30;
+	size_t done = 0;
+	double t;
+
+	devmem_unpack_begin(u, (void *)(uintptr_t)d, span, type, op, 1);
+	devmem_unpack_add(u, f, n);	/* warm up */
+	devmem_unpack_completed(u, true);
+	t = now();
+	while (done < total) {
+		size_t pos = 0;
+
+		devmem_unpack_begin(u, (void *)(uintptr_t)d, span, type, op, 1);
+		for (; pos + batch <= span && done < total; pos += batch, done += batch)
+			if (devmem_unpack_add(u, f, n) < 0)
+				exit(1);
+	}
+	devmem_unpack_completed(u, true);
+	return done / (now() - t) / 1e9;
+}
+
+/* @n fragments of @size bytes, each at the start of its own page (as a
+ * NIC places a segment's payload): the stream's bytes that follow a
+ * fragment of, say, 1448 bytes lie 8 bytes off the dma-buf's alignment. */
+static unsigned int layout(struct devmem_frag *f, size_t image, uint32_t size, size_t *batch)
+{
+	size_t stride = (size + 4095) & ~(size_t)4095;
+	unsigned int n = DEVMEM_UNPACK_MAX_FRAGS;
+
+	while ((size_t)n * stride > image)
+		n /= 2;
+	for (unsigned int i = 0; i < n; i++)
+		f[i] = (struct devmem_frag){ .offset = i * stride, .len = size, .dmabuf_id = 1 };
+	*batch = (size_t)n * size;
+	return n;
+}
+
+/*
+ * Gather and an fp32 sum on fragments of 1-64 KiB and of the TCP segment
+ * sizes at MTU 1500 and 9000 (1448 and 8948 bytes), 4096 a launch; every
+ * type's sum on 1448-byte fragments; a receive's worth (64 segments) a
+ * launch, launches in flight; and what one such batch costs from
+ * devmem_unpack_add() to its completion. Against cuMemcpyDtoD of the same
+ * bytes.
+ */
 static void bench(struct devmem_mem *mem)
 {
+	static const uint32_t sizes[] = { 1024, 1448, 2048, 4096, 8192, 8948, 16384, 32768, 65536 };
 	const size_t image = devmem_mem_size(mem), span = 256u << 20, total = 1u << 30;
 	CUdeviceptr d = dev_alloc(span), s = dev_alloc(span);
 	struct devmem_frag *f = calloc(DEVMEM_UNPACK_MAX_FRAGS, sizeof(*f));
 	struct devmem_unpack *u;
+	double t, cp;
+	size_t batch;
+	unsigned int n;
 
 	if (devmem_unpack_open(&u, mem)) {
 		printf("not ok: open: %s\n", devmem_last_error());
 		exit(1);
 	}
-	printf("%-9s %12s %12s %12s %10s %10s\n", "fragment", "gather GB/s", "sum GB/s",
-	       "memcpy GB/s", "gather/cp", "sum/cp");
-	for (uint32_t size = 1024; size <= 65536; size *= 2) {
-		unsigned int n = DEVMEM_UNPACK_MAX_FRAGS;
-		size_t batch = (size_t)n * size, stride = (size + 4095) & ~4095u;
-		double t, gbs[3];
-
-		while ((size_t)n * stride > image)
-			n /= 2;
-		batch = (size_t)n * size;
-		for (unsigned int i = 0; i < n; i++)
-			f[i] = (struct devmem_frag){ .offset = i * stride, .len = size, .dmabuf_id = 1 };
-		for (int k = 0; k < 2; k++) {
-			unsigned int op = k ? DEVMEM_UNPACK_SUM : DEVMEM_UNPACK_COPY;
-			size_t done = 0;
-
-			devmem_unpack_begin(u, (void *)(uintptr_t)d, span, DEVMEM_UNPACK_FP32, op, 1);
-			devmem_unpack_add(u, f, n);	/* warm up */
-			devmem_unpack_completed(u, true);
-			t = now();
-			while (done < total) {
-				size_t pos = 0;
-
-				devmem_unpack_begin(u, (void *)(uintptr_t)d, span, DEVMEM_UNPACK_FP32, op,
-						    1);
-				for (; pos + batch <= span && done < total; pos += batch, done += batch)
-					if (devmem_unpack_add(u, f, n) < 0)
-						exit(1);
-			}
-			devmem_unpack_completed(u, true);
-			gbs[k] = done / (now() - t) / 1e9;
-		}
+	cu->memcpy_dtod(d, s, span);
+	cu->stream_synchronize(NULL);
+	t = now();
+	for (size_t done = 0; done < total; done += span)
 		cu->memcpy_dtod(d, s, span);
-		cu->stream_synchronize(NULL);
+	cu->stream_synchronize(NULL);
+	cp = total / (now() - t) / 1e9;
+	printf("cuMemcpyDtoD: %.1f GB/s (bytes copied, each counted once)\n\n", cp);
+	printf("%-9s %12s %12s %10s %10s\n", "fragment", "gather GB/s", "sum GB/s", "gather/cp",
+	       "sum/cp");
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		double g, sum;
+
+		n = layout(f, image, sizes[i], &batch);
+		g = rate(u, d, span, f, n, batch, DEVMEM_UNPACK_FP32, DEVMEM_UNPACK_COPY);
+		sum = rate(u, d, span, f, n, batch, DEVMEM_UNPACK_FP32, DEVMEM_UNPACK_SUM);
+		printf("%6u B  %12.1f %12.1f %9.2fx %9.2fx\n", sizes[i], g, sum, g / cp, sum / cp);
+	}
+	printf("\nsum by type, 1448-byte fragments:\n");
+	n = layout(f, image, 1448, &batch);
+	for (unsigned int type = DEVMEM_UNPACK_INT32; type <= DEVMEM_UNPACK_FP64; type++) {
+		double sum = rate(u, d, span, f, n, batch, type, DEVMEM_UNPACK_SUM);
+
+		printf("  %-6s %8.1f GB/s %9.2fx\n", uc_type_name[type], sum, sum / cp);
+	}
+	/* a receive's worth a launch, launches in flight as devmem_rx_unpack
+	 * keeps them: what a receive path can sustain */
+	printf("\nreceives of 64 x 1448 B, one launch each, in flight:\n");
+	for (unsigned int op = DEVMEM_UNPACK_COPY; op <= DEVMEM_UNPACK_SUM; op++) {
+		double r = rate(u, d, span, f, 64, 64 * 1448, DEVMEM_UNPACK_FP32, op);
+
+		printf("  %-6s %8.1f GB/s %9.2fx\n", op ? "sum" : "gather", r, r / cp);
+	}
+	/* one receive's worth: the launch and its round trip, not the bytes */
+	for (unsigned int op = DEVMEM_UNPACK_COPY; op <= DEVMEM_UNPACK_SUM; op++) {
+		const int reps = 2000;
+
 		t = now();
-		for (size_t done = 0; done < total; done += span)
-			cu->memcpy_dtod(d, s, span);
-		cu->stream_synchronize(NULL);
-		gbs[2] = total / (now() - t) / 1e9;
-		printf("%6u B  %12.1f %12.1f %12.1f %9.2fx %9.2fx\n", size, gbs[0], gbs[1], gbs[2],
-		       gbs[0] / gbs[2], gbs[1] / gbs[2]);
+		for (int r = 0; r < reps; r++) {
+			devmem_unpack_begin(u, (void *)(uintptr_t)d, span, DEVMEM_UNPACK_FP32, op, 1);
+			if (devmem_unpack_add(u, f, 64) < 0 || devmem_unpack_completed(u, true) < 0)
+				exit(1);
+		}
+		printf("%s one receive's batch (64 x 1448 B) to completion: %.1f us\n",
+		       op == DEVMEM_UNPACK_COPY ? "\ngather:" : "sum:   ", (now() - t) / reps * 1e6);
 	}
 	devmem_unpack_close(u);
 	cu->mem_free(d);

@@ -109,9 +109,9 @@ static void layouts(void)
 	unsigned int mlin = 0;
 	int rec;
 
-	uc_random(&R, 3 << 20, 7, 0);
+	uc_random(&R, 3 << 20, 7, 0, 64);
 	uc_trim(&R);
-	uc_random(&M, 3 << 20, 8, 1);
+	uc_random(&M, 3 << 20, 8, 1, 64);
 	uc_trim(&M);
 	for (unsigned int i = 0; i < M.nfrags; i++)
 		mlin += !M.frags[i].dmabuf_id;

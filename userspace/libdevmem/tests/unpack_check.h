@@ -57,14 +57,15 @@ static inline void uc_add(struct uc_layout *L, uint64_t off, uint32_t len, int n
 	L->bytes += len;
 }
 
-/* Random: batches of 1-64 fragments, each batch's fragments apart in the
- * image (they are held at once), anywhere in it; with @linear, one in four
- * is linear and one in fifty of those 64-200 KiB long. */
-static inline void uc_random(struct uc_layout *L, size_t bytes, unsigned int seed, int linear)
+/* Random: batches of 1 to @most fragments, each batch's fragments apart in
+ * the image (they are held at once), anywhere in it; with @linear, one in
+ * four is linear and one in fifty of those 64-200 KiB long. */
+static inline void uc_random(struct uc_layout *L, size_t bytes, unsigned int seed, int linear,
+			     unsigned int most)
 {
 	srand(seed);
 	while (L->bytes < bytes) {
-		unsigned int n = 1 + rand() % 64;
+		unsigned int n = 1 + rand() % most;
 		uint64_t off = (uint64_t)(rand() % 4096);
 
 		for (unsigned int i = 0; i < n && L->bytes < bytes; i++) {

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* cuda_fp16.h for the CPU build of gpu/unpack.cu: see host_cuda.h. */
+#include "host_cuda.h"
