@@ -127,15 +127,14 @@ static void cap_for_inplace(struct devtcp_module *m, size_t page)
  * by their local rank: two bindings of one queue would fail. False, having
  * said why, when there are fewer reserved queues than local ranks.
  */
-static bool queue_of_local_rank(struct devtcp_module *m, unsigned int *queue)
+static bool queue_of_local_rank(struct devtcp_module *m, struct devmem_nic *nic,
+				unsigned int *queue)
 {
 	const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
 	unsigned int local = env ? (unsigned int)strtoul(env, NULL, 10) : 0;
-	char path[sizeof(DEVMEM_STATE_DIR) + sizeof(m->ifname) + 8];
 	struct devmem_reservation r = { 0 };
 
-	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", m->ifname);
-	if (devmem_nic_reservation(path, &r) || local >= r.count) {
+	if (devmem_nic_reserved(nic, &r) || local >= r.count) {
 		opal_output_verbose(mode_is("on") ? 0 : 1, mca_btl_devtcp_component.output,
 				    "btl:devtcp: devmem: local rank %u of this host, and %s has %u "
 				    "queue(s) reserved for devmem: one per rank is needed (devmem "
@@ -244,7 +243,7 @@ int devtcp_devmem_open(struct devtcp_module *m)
 					       sock ? sock : "/run/rdpm/rdpm.sock", m->ifname);
 				goto fail;
 			}
-			if (ret == 1 && !queue_of_local_rank(m, &d->queue))
+			if (ret == 1 && !queue_of_local_rank(m, d->nic, &d->queue))
 				goto fail;
 			ret = ret < 0 ? ret : 0;
 		}

@@ -226,6 +226,9 @@ int devmem_nic_reserve(struct devmem_nic *nic, unsigned int queues, unsigned int
 		       const char *state, struct devmem_reservation *out);
 /* The reservation that state file @state records; -ENOENT when none. */
 int devmem_nic_reservation(const char *state, struct devmem_reservation *out);
+/* The reservation of @nic that `devmem nic setup` recorded (its state file in
+ * DEVMEM_STATE_DIR); -ENOENT when none. */
+int devmem_nic_reserved(struct devmem_nic *nic, struct devmem_reservation *out);
 /* The queue a process binds to directly on @nic: the last one reserved (its
  * state file in DEVMEM_STATE_DIR; returns 1), else the NIC's last queue,
  * prepared by hand (returns 0). */

@@ -239,17 +239,25 @@ DEVMEM_EXPORT int devmem_nic_reservation(const char *state, struct devmem_reserv
 	return err;
 }
 
+DEVMEM_EXPORT int devmem_nic_reserved(struct devmem_nic *nic, struct devmem_reservation *out)
+{
+	char path[sizeof(DEVMEM_STATE_DIR) + IF_NAMESIZE + 8];
+
+	if (!nic || !out)
+		return devmem_fail(-EINVAL, "devmem_nic_reserved: nic and out must not be NULL");
+	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
+	return devmem_nic_reservation(path, out);
+}
+
 DEVMEM_EXPORT int devmem_nic_devmem_queue(struct devmem_nic *nic, unsigned int *queue)
 {
 	struct devmem_reservation r;
 	struct devmem_nic_state st;
-	char path[sizeof(DEVMEM_STATE_DIR) + IF_NAMESIZE + 8];
 	int err;
 
 	if (!nic || !queue)
 		return devmem_fail(-EINVAL, "devmem_nic_devmem_queue: nic and queue must not be NULL");
-	snprintf(path, sizeof(path), DEVMEM_STATE_DIR "/%s.state", devmem_nic_name(nic));
-	if (!devmem_nic_reservation(path, &r)) {
+	if (!devmem_nic_reserved(nic, &r)) {
 		*queue = r.first + r.count - 1;
 		return 1;
 	}

@@ -344,7 +344,6 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 	struct devmem_qstats qs;
 	struct devmem_nic *nic;
 	struct devmem_reservation r;
-	char path[256];
 	int opt, n, json = 0, setup;
 	unsigned int kf;
 
@@ -361,8 +360,7 @@ static int cmd_nic_show(const char *ifname, int argc, char **argv)
 	check(n, ifname);
 	if (n > (int)(sizeof(qi) / sizeof(qi[0])))
 		n = sizeof(qi) / sizeof(qi[0]);
-	state_path(path, sizeof(path), ifname);
-	setup = !devmem_nic_reservation(path, &r);
+	setup = !devmem_nic_reserved(nic, &r);
 	check(devmem_kernel_features(&kf), NULL);
 
 	if (json) {
