@@ -45,5 +45,5 @@ echo "returned dma-buf offsets, not bytes)."
 echo
 echo "== devmem nic teardown dtb"
 ip netns exec ns2 $devmem nic teardown dtb || fail "teardown failed"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
+finish

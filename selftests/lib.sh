@@ -69,6 +69,42 @@ devtcp_pair() {
 	ip -n "$nsb" link set "$b" up
 }
 
+# teardown NS...: deletes the namespaces a test made, checking that their
+# devtcp queues got every page back. The pairs go first, while the
+# namespaces live: their destroyed page pools then stay listed under lo
+# until their last page returns (once a namespace is gone they are hidden,
+# and only the kernel's "stalled pool shutdown" 60 s later, during some
+# other test, would tell). Connections get 5 s to close before, so that no
+# orphan socket is left resending its FIN to a deleted device; pages on
+# defer lists come back with softirq_each_cpu. A page still out 10 s after
+# its device went is a leak: a failed check, with the sockets left.
+teardown() {
+	local ns dev held i
+	for ns; do
+		for ((i = 0; i < 50; i++)); do
+			[ -z "$(ip netns exec "$ns" ss -Htan | awk '$1 != "LISTEN" && $1 != "TIME-WAIT"')" ] &&
+				break
+			sleep 0.1
+		done
+		for dev in $(ip -n "$ns" -o link show type devtcp | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+			ip -n "$ns" link del "$dev" 2> /dev/null
+		done
+	done
+	for ns; do
+		for ((i = 0; i < 10; i++)); do
+			held=$(ip netns exec "$ns" python3 /devtcp/selftests/net/genl.py page-pools all |
+				awk '{ print $8 }')
+			[ "$held" = 0 ] && break
+			softirq_each_cpu "$ns"
+			sleep 1
+		done
+		check "$ns: every page back in its pool 10 s after the pair went (held: $held)" \
+			test "$held" = 0
+		[ "$held" = 0 ] || ip netns exec "$ns" ss -tanemi
+		ip netns del "$ns"
+	done
+}
+
 # within_1s CMD...: CMD succeeds within one second (polled). CMD is run
 # anew each time: pass a command or function, not an expanded $(...) value.
 within_1s() {

@@ -302,6 +302,5 @@ for r in 0 1; do
 		/tmp/coll.unprivileged.$r.err
 done
 chmod "$UDMABUF_MODE" /dev/udmabuf
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

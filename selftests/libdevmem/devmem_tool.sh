@@ -159,6 +159,5 @@ out=$(b $devmem rx --iface dtb --queue 3 --port 5007 2>&1)
 check "rx on a queue without header split fails" test $? = 1
 echo "$out"
 check "... saying to turn header split on" grep -qi "header split" <<< "$out"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

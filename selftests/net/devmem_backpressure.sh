@@ -99,6 +99,5 @@ echo "after ${waited} s: $(pools), $(dmabufs) dma-bufs"
 check "no page pool left behind (within 30 s)" test $waited -le 30 -a "$(pools)" = "$pools0"
 check "no dma-buf left behind (within 30 s)" test $waited -le 30 -a "$(dmabufs)" = "$bufs0"
 check "queue $q carries a plain stream intact afterwards" plain_stream 5001 20000000 33
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

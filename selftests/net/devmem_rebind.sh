@@ -36,6 +36,5 @@ check "no page pool left behind" test "$(pools)" = "$pools0"
 check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
 
 check "queue $q carries a plain stream intact afterwards" plain_stream 5001 50000000 3
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

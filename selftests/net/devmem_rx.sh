@@ -110,6 +110,5 @@ check "... because of the memory provider" \
 check "... 8 channels still" test "$(e -l dtb | awk '/^Combined:/ { v = $2 } END { print v }')" = 8
 kill $pid
 wait $pid 2>/dev/null
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -94,6 +94,5 @@ check "... because of the memory provider" grep -q "non-zero hds_thresh while de
 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5002 -n 20000000 -s 1 > /dev/null
 wait $pid
 check "the binding still receives intact" test $? = 0
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

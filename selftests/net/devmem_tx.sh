@@ -101,6 +101,5 @@ wait $pid 2>/dev/null
 # one namespace's does).
 wait_buffers_back ns2 - - "$bufs0"
 check "no dma-buf left behind ($(dmabufs) now, $bufs0 before)" test "$(dmabufs)" = "$bufs0"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

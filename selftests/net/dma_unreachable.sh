@@ -114,6 +114,5 @@ wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
 echo "page pools before: $pools0, now: $(pools); dma-bufs before: $bufs0, now: $(dmabufs)"
 check "no page pool left behind" test "$(pools)" = "$pools0"
 check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -178,8 +178,7 @@ after=$(ip netns exec ns1 ethtool -S dta | grep fault_)
 echo "$after"
 check "... and no fault counter moved" test "$before" = "$after"
 
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 # Faults given when the pair is created (newlink) apply from the first frame:
 # a pair that loses everything dtc sends cannot even resolve its neighbour.
 devtcp_pair dtc ns3 dtd ns4 fault drop 100% seed 77 || fail "cannot create a pair with faults"

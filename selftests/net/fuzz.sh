@@ -65,6 +65,5 @@ for ((i = 0; i < 60; i++)); do
 done
 check "no page pool was left with pages out ($(page_pools ns2 all))" test "$(detached)" = "$detached0"
 check "every dma-buf came back ($(dmabufs) of $bufs0)" test "$(dmabufs)" = "$bufs0"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -32,6 +32,5 @@ check "600-byte datagrams are split under threshold 256" test $split -ge 200
 
 check "a stream is intact with hds-thresh 256" plain_stream 5400 50000000 11
 
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

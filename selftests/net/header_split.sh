@@ -55,6 +55,5 @@ check "... and nothing is split under it" test $split -eq 0 -a $frames -ge 200
 ip netns exec ns2 ethtool -G dtb tcp-data-split on
 udp_split 600
 check "on again: 600-byte datagrams are split" test $split -ge 200
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -67,6 +67,5 @@ check "queue 0 received in polls on CPU 0 ($(on_cpu "$q0" 0))" test "$(on_cpu "$
 check "queue 0 received on no other CPU ($(off_cpu "$q0" 0))" test "$(off_cpu "$q0" 0)" = 0
 echo 0 > $tr/events/napi/napi_poll/filter
 echo > $tr/trace
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -190,8 +190,7 @@ check "ntuple off removes every rule" test "$(nrules)" = 0
 et -K dtb ntuple on
 ctx=$(et -X dtb context new equal 2 | sed -n 's/^New RSS context is //p')
 et -N dtb flow-type tcp6 dst-port 5002 context "$ctx" > /dev/null || fail "cannot insert a rule"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 devtcp_pair dta ns1 dtb ns2 || fail "cannot recreate the pair"
 et -K dtb ntuple on
 check "a recreated pair has no rules" test "$(nrules)" = 0

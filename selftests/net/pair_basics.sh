@@ -77,7 +77,5 @@ check "an unknown namespace is refused" test $? -ne 0
 echo "$out"
 check "devtcp-pair del removes both ends" \
 	bash -c "$DEVTCP_PAIR del dtq -n ns3 && ! ip link show dtp 2>/dev/null"
-ip netns del ns3
-ip netns del ns1
-ip netns del ns2
+teardown ns3 ns1 ns2
 finish

@@ -62,6 +62,5 @@ done
 echo "after: $(nl page-pools "$ifindex")"
 check "still exactly 16 page pools after the restarts" \
 	bash -c "[[ '$(nl page-pools "$ifindex")' == 'pools 16 '* ]]"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -299,8 +299,7 @@ tally_faults
 # Pages still out of pools that restarts and unbinds replaced: lost ones.
 held=$(ip netns exec ns2 python3 selftests/net/genl.py page-pools all | awk '{ print $8 }')
 [ -n "$held" ] || held=unknown
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 
 if want 7; then
 	echo "# 7. module unload with pairs, bindings and traffic"

@@ -76,6 +76,5 @@ check "a ring change survives its allocations failing" \
 check "every failed request left a working device ($failures of $tried did not)" \
 	test "$failures" = 0
 check "the pair still streams" plain_stream 5500 20000000 7
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

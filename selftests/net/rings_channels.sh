@@ -63,6 +63,5 @@ ip netns exec ns2 selftests/net/tcp_stream recv -p 5101 -n 100000000 -s 6 > /tmp
 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5101 -n 100000000 -s 6 > /dev/null
 check "a stream is intact through a 64-frame TX ring" wait $!
 cat /tmp/recv.out
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

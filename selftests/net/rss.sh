@@ -61,6 +61,5 @@ deltas=$(run_flows 42000)
 echo "with 2 channels:"; echo "$deltas"
 check "with 2 channels only queues 0 and 1 receive" \
 	bash -c "awk '\$1 >= 2 && \$2 > 0 { bad = 1 } END { exit bad }' <<< '$deltas'"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

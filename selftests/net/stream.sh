@@ -41,6 +41,5 @@ check "IPv6 stream intact" bash -c "
 	ip netns exec ns2 selftests/net/tcp_stream recv -6 -p 6000 -n 100000000 -s 9 &
 	ip netns exec ns1 selftests/net/tcp_stream send -6 -a fd99::2 -p 6000 -n 100000000 -s 9
 	wait \$!"
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -115,6 +115,5 @@ qbytes0=$(stat rx${q}_bytes)
 check "after the receivers exit, queue $q receives plain TCP into host memory" \
 	plain_stream 5001 50000000 33
 check "... through queue $q" test $(( $(stat rx${q}_bytes) - qbytes0 )) -ge 50000000
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -233,6 +233,5 @@ check "... rdpmd released every binding and rule" within_1s rdpm_idle
 
 check "rdpmd exits cleanly in ns1" ns_rdpmd_stop ns1
 check "rdpmd exits cleanly in ns2" ns_rdpmd_stop ns2
-ip netns del ns1
-ip netns del ns2
+teardown ns1 ns2
 finish

@@ -84,6 +84,5 @@ rdpm_setup() {
 
 rdpm_cleanup() {
 	chmod "$UDMABUF_MODE" /dev/udmabuf
-	ip netns del ns1
-	ip netns del ns2
+	teardown ns1 ns2
 }
