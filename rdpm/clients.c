@@ -538,16 +538,19 @@ static void status_text(struct buf *o, bool json)
 				continue;
 			if (json) {
 				bprintf(o, "%s{\"handle\": %u, \"pid\": %d, \"uid\": %u, "
-					"\"dmabuf_id\": %u, \"bytes\": %zu, \"queues\": [",
+					"\"dmabuf_id\": %u, \"bytes\": %zu, \"page_size\": %u, "
+					"\"queues\": [",
 					nb ? ", " : "", b->handle, b->c->pid, b->c->uid,
-					devmem_binding_id(b->b), devmem_mem_size(b->mem));
+					devmem_binding_id(b->b), devmem_mem_size(b->mem),
+					devmem_binding_page_size(b->b));
 				for (unsigned int q = 0; q < b->nq; q++)
 					bprintf(o, "%s%u", q ? ", " : "", b->q[q]);
 				bprintf(o, "], \"flows\": [");
 			} else {
-				bprintf(o, "  binding %u: pid %d uid %u dmabuf %u, %zu bytes, queues",
-					b->handle, b->c->pid, b->c->uid, devmem_binding_id(b->b),
-					devmem_mem_size(b->mem));
+				bprintf(o, "  binding %u: pid %d uid %u dmabuf %u, %zu bytes in "
+					"%u-byte buffers, queues", b->handle, b->c->pid, b->c->uid,
+					devmem_binding_id(b->b), devmem_mem_size(b->mem),
+					devmem_binding_page_size(b->b));
 				for (unsigned int q = 0; q < b->nq; q++)
 					bprintf(o, " %u", b->q[q]);
 				bprintf(o, "\n");

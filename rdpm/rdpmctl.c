@@ -2,7 +2,8 @@
 /*
  * rdpmctl: talks to rdpmd through libdevmem's RDPM client.
  *
- *   rdpmctl [-s SOCKET] status [--json]   NICs, reserved queues, bindings, flows, clients
+ *   rdpmctl [-s SOCKET] status [--json]   NICs, reserved queues, bindings (with their
+ *                                         buffer size), flows, clients
  *   rdpmctl [-s SOCKET] drain IFNAME      remove every binding and flow on IFNAME
  *   rdpmctl [-s SOCKET] reload            re-read the configuration file
  *

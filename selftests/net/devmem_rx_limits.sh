@@ -81,6 +81,23 @@ check "... in fragments over a page and up to 16 KiB (largest $(largest))" \
 	test "$(largest)" -gt 4096 -a "$(largest)" -le 16384
 check "after that binding, the queue is back on pages: intact" stream 5001 20000000 27 -H
 check "... in fragments of at most a page (largest $(largest))" test "$(largest)" -le 4096
+# A queue re-created while bound (a ring change closes and opens every
+# queue) takes its buffer size from the binding again, not the page size.
+ring=$(ip netns exec ns2 ethtool -g dtb | awk '/^RX:/ { v = $2 } END { print v }')
+timeout 600 $rx -q $q -p 5001 -n 20000000 -s 28 -H --rx-page-size 16384 > /tmp/rx.out 2>&1 &
+pid=$!
+wait_listen /tmp/rx.out
+check "a ring change while bound with 16 KiB buffers" \
+	ip netns exec ns2 ethtool -G dtb rx $((ring / 2))
+check "... leaves queue $q bound" \
+	test "$(genl dmabufs "$ifindex" | awk -v q=$q '$2 == q { print $4 }')" -gt 0
+ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n 20000000 -s 28 > /dev/null
+wait $pid
+check "... which still receives intact" test $? = 0
+cat /tmp/rx.out
+check "... in fragments over a page (largest $(largest)): the binding's size" \
+	test "$(largest)" -gt 4096 -a "$(largest)" -le 16384
+ip netns exec ns2 ethtool -G dtb rx "$ring"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 
 # While bound: the core refuses a threshold that would keep payload from it.

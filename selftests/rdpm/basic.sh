@@ -86,14 +86,14 @@ cat /tmp/hold.out
 read -r _ _ handle _ flow _ <<< "$(grep ready /tmp/hold.out)"
 json=$(as_user 1000 $RDPMCTL -s $RDPM_SOCKET status --json)
 echo "$json"
-check "rdpmctl status --json lists the binding, its flow and the client" python3 -c "
+check "rdpmctl status --json lists the binding (4 KiB buffers), its flow and the client" python3 -c "
 import json, sys
 d = json.loads(sys.argv[1])
 n = d['nics'][0]
 assert n['name'] == 'dtb' and n['up'] and n['rss_ctx'] > 0, n
 assert [q['queue'] for q in n['reserved']] == [4, 5, 6, 7], n
 b = [b for b in n['bindings'] if b['handle'] == int(sys.argv[2])][0]
-assert b['uid'] == 1000 and len(b['queues']) == 2, b
+assert b['uid'] == 1000 and len(b['queues']) == 2 and b['page_size'] == 4096, b
 assert [f['dport'] for f in b['flows']] == [5100], b
 assert any(c['uid'] == 1000 for c in d['clients']), d
 " "$json" "$handle"

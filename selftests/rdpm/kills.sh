@@ -34,7 +34,10 @@ for ((i = 1; i <= cycles; i++)); do
 	a timeout 600 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p $port \
 		-n 4000000000 -s $i > /dev/null 2>&1 &
 	ps=$!
-	sleep 0.5
+	# Mid-stream: once a megabyte has come in (on the debug kernel a
+	# process start alone can take longer than a fixed wait would).
+	cycle0=$(rx_bytes)
+	for _ in $(seq 100); do (($(rx_bytes) - cycle0 >= 1000000)) && break; sleep 0.1; done
 	if ((i % 4 == 0)); then
 		kill -KILL "$RDPMD_PID"
 		wait "$RDPMD_PID" 2> /dev/null
