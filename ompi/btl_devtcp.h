@@ -17,6 +17,7 @@
 #include "opal_config.h"
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,12 +62,15 @@ struct devtcp_frame {
 
 /* What a rank publishes in the modex. */
 struct devtcp_addr {
-	struct in_addr ip;
+	uint8_t family;		/* AF_INET or AF_INET6 */
+	uint8_t devmem;		/* payloads land in a dma-buf here */
 	uint16_t ctrl_port;	/* network order */
 	uint16_t data_port;	/* network order */
-	uint8_t devmem;		/* payloads land in a dma-buf here */
-	uint8_t pad[7];
+	uint8_t pad[2];
+	uint8_t ip[16];		/* network order; IPv4 in the first 4 */
 };
+
+#define DEVTCP_ADDRSTRLEN INET6_ADDRSTRLEN
 
 /* A descriptor: the PML's view (base) and what sending it needs. */
 struct devtcp_frag {
@@ -150,6 +154,7 @@ struct devtcp_component {
 	mca_btl_base_component_3_0_0_t super;
 	/* MCA parameters */
 	char *if_include;
+	int family;
 	int data_links;
 	int data_min;
 	int ctrl_port, data_port;
@@ -170,6 +175,11 @@ extern struct devtcp_module devtcp_module_template;
 
 #define devtcp_verbose(level, ...) \
 	opal_output_verbose(level, mca_btl_devtcp_component.output, "btl:devtcp: " __VA_ARGS__)
+
+/* btl_devtcp_addr.c */
+int devtcp_pick_interface(struct devtcp_module *m, const char *want, int family);
+socklen_t devtcp_sockaddr(const struct devtcp_addr *a, uint16_t port, struct sockaddr_storage *ss);
+const char *devtcp_ntop(const struct devtcp_addr *a, char *buf);
 
 /* btl_devtcp_module.c */
 

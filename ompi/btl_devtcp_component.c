@@ -59,9 +59,14 @@ static int devtcp_register(void)
 	c->if_include = NULL;
 	mca_base_component_var_register(&c->super.btl_version, "if_include",
 		"The network interface this BTL uses (one name, e.g. dtb). Default: the first "
-		"IPv4 interface that is up and not loopback, else loopback",
+		"interface that is up with an address (btl_devtcp_family) and not loopback, else "
+		"loopback",
 		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1,
 		MCA_BASE_VAR_SCOPE_READONLY, &c->if_include);
+	c->family = 0;
+	reg_int("family",
+		"The address family: 4 (IPv4), 6 (IPv6, not link-local) or 0 (IPv4 where the "
+		"interface has an IPv4 address, else IPv6)", &c->family);
 	reg_int("data_links",
 		"Data connections per peer and direction (1-8); payloads of a message go on "
 		"one of them, round robin", &c->data_links);
@@ -140,64 +145,26 @@ static int devtcp_close(void)
 	return OPAL_SUCCESS;
 }
 
-/* The interface and its IPv4 address: the one named, else the first that is
- * up and not loopback, else loopback. */
-static int pick_interface(struct devtcp_module *m)
-{
-	const char *want = mca_btl_devtcp_component.if_include;
-	struct ifaddrs *ifs, *i, *pick = NULL, *lo = NULL;
-
-	if (getifaddrs(&ifs) < 0)
-		return OPAL_ERROR;
-	for (i = ifs; i; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
-			continue;
-		if (want && *want) {
-			if (!strcmp(i->ifa_name, want)) {
-				pick = i;
-				break;
-			}
-		} else if (i->ifa_flags & IFF_LOOPBACK) {
-			if (!lo)
-				lo = i;
-		} else if (!pick) {
-			pick = i;
-		}
-	}
-	if (!pick)
-		pick = lo;
-	if (!pick) {
-		opal_output(0, "btl:devtcp: %s%s%s (MCA parameter btl_devtcp_if_include)",
-			    want && *want ? "no IPv4 interface named " : "no IPv4 interface is up",
-			    want && *want ? want : "", want && *want ? " is up" : "");
-		freeifaddrs(ifs);
-		return OPAL_ERR_NOT_FOUND;
-	}
-	m->addr.ip = ((struct sockaddr_in *)pick->ifa_addr)->sin_addr;
-	snprintf(m->ifname, sizeof(m->ifname), "%s", pick->ifa_name);
-	freeifaddrs(ifs);
-	return OPAL_SUCCESS;
-}
-
 static int listen_on(struct devtcp_module *m, int port, uint16_t *bound, const char *param)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = m->addr.ip,
-				   .sin_port = htons(port) };
-	socklen_t len = sizeof(sin);
+	struct sockaddr_storage ss;
+	socklen_t len = devtcp_sockaddr(&m->addr, htons(port), &ss);
+	char ip[DEVTCP_ADDRSTRLEN];
 	int fd, one = 1;
 
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(m->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 128) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		opal_output(0, "btl:devtcp: cannot listen on %s port %d: %s (MCA parameter %s)",
-			    inet_ntoa(m->addr.ip), port, strerror(errno), param);
+			    devtcp_ntop(&m->addr, ip), port, strerror(errno), param);
 		close(fd);
 		return -1;
 	}
-	*bound = sin.sin_port;
+	/* The port sits at the same place in both families' addresses. */
+	*bound = ((struct sockaddr_in *)&ss)->sin_port;
 	return fd;
 }
 
@@ -207,6 +174,7 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	struct devtcp_component *c = &mca_btl_devtcp_component;
 	mca_btl_base_module_t **btls;
 	struct devtcp_module *m;
+	char ip[DEVTCP_ADDRSTRLEN];
 	int rc;
 
 	(void)progress_threads;
@@ -234,7 +202,12 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	}
 	*m = devtcp_module_template;
 	m->ctrl_listen = m->data_listen = -1;
-	if (pick_interface(m) != OPAL_SUCCESS)
+	if (c->family != 0 && c->family != 4 && c->family != 6) {
+		opal_output(0, "btl:devtcp: btl_devtcp_family is %d: want 0 (IPv4 where the "
+			    "interface has it, else IPv6), 4 or 6", c->family);
+		goto fail;
+	}
+	if (devtcp_pick_interface(m, c->if_include, c->family) != OPAL_SUCCESS)
 		goto fail;
 	m->ctrl_listen = listen_on(m, c->ctrl_port, &m->addr.ctrl_port, "btl_devtcp_ctrl_port");
 	m->data_listen = listen_on(m, c->data_port, &m->addr.data_port, "btl_devtcp_data_port");
@@ -248,8 +221,8 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	if (rc != OPAL_SUCCESS)
 		goto fail;
 	devtcp_verbose(5, "%s %s: control port %u, data port %u, %d data link(s)", m->ifname,
-		       inet_ntoa(m->addr.ip), ntohs(m->addr.ctrl_port), ntohs(m->addr.data_port),
-		       c->data_links);
+		       devtcp_ntop(&m->addr, ip), ntohs(m->addr.ctrl_port),
+		       ntohs(m->addr.data_port), c->data_links);
 	c->module = m;
 	btls[0] = &m->super;
 	*num_btls = 1;

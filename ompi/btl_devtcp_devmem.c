@@ -108,7 +108,8 @@ static void cap_for_inplace(struct devtcp_module *m, size_t page)
 		return;
 	}
 	close(s);
-	mss = (size_t)ifr.ifr_mtu - 52;	/* IPv4, TCP and its timestamps */
+	/* IP, TCP and its timestamps */
+	mss = (size_t)ifr.ifr_mtu - (m->addr.family == AF_INET6 ? 72 : 52);
 	per_seg = (mss + page - 1) / page;
 	cap = per_seg < pieces ? (pieces / per_seg - 1) * mss : mss;
 	if (cap >= b->btl_max_send_size)
@@ -171,7 +172,7 @@ static int remove_stale_rule(struct devmem_nic *nic, const struct devmem_flow *f
 int devtcp_devmem_open(struct devtcp_module *m)
 {
 	struct devtcp_component *c = &mca_btl_devtcp_component;
-	struct devmem_flow flow = { .family = AF_INET, .dport = ntohs(m->addr.data_port) };
+	struct devmem_flow flow = { .family = m->addr.family, .dport = ntohs(m->addr.data_port) };
 	struct devtcp_devmem *d;
 	const char *sock = c->rdpm_socket && *c->rdpm_socket ? c->rdpm_socket : NULL;
 	int ret;
@@ -187,7 +188,7 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	if (!d)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	m->devmem = d;
-	memcpy(flow.dst, &m->addr.ip, 4);
+	memcpy(flow.dst, m->addr.ip, sizeof(flow.dst));
 	d->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	if (c->devmem_page_size < 0 || (c->devmem_page_size &&
 	    ((size_t)c->devmem_page_size < d->page_size ||
@@ -295,14 +296,16 @@ fail:
  * pages that recvmsg(MSG_SOCK_DEVMEM) refuses: its links stay plain. */
 static bool peer_is_local(int fd)
 {
-	struct sockaddr_in p;
+	struct sockaddr_storage p;
 	socklen_t pl = sizeof(p);
 	int s, ok;
 
-	if (getpeername(fd, (struct sockaddr *)&p, &pl) || p.sin_family != AF_INET)
+	if (getpeername(fd, (struct sockaddr *)&p, &pl) ||
+	    (p.ss_family != AF_INET && p.ss_family != AF_INET6))
 		return false;
-	p.sin_port = 0;
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* The port sits at the same place in both families' addresses. */
+	((struct sockaddr_in *)&p)->sin_port = 0;
+	s = socket(p.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return false;
 	ok = !bind(s, (struct sockaddr *)&p, pl);

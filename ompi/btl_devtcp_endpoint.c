@@ -112,13 +112,13 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 static void fail_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 		      const char *what, int err)
 {
-	char info[256];
+	char info[256], ip[DEVTCP_ADDRSTRLEN];
 
 	if (ep->failed)
 		return;
 	ep->failed = true;
 	snprintf(info, sizeof(info), "btl:devtcp: peer %u.%u (%s port %u): %s%s%s", ep->name.jobid,
-		 ep->name.vpid, inet_ntoa(ep->addr.ip), ntohs(ep->addr.ctrl_port), what,
+		 ep->name.vpid, devtcp_ntop(&ep->addr, ip), ntohs(ep->addr.ctrl_port), what,
 		 err ? ": " : "", err ? strerror(err) : "");
 	opal_output(0, "%s", info);
 	if (m->error_cb)
@@ -156,8 +156,8 @@ static int write_all(int fd, const void *buf, size_t len)
 static int open_link(struct mca_btl_base_endpoint_t *ep, uint16_t port, uint8_t kind,
 		     uint8_t index)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = ep->addr.ip,
-				   .sin_port = port };
+	struct sockaddr_storage ss;
+	socklen_t len = devtcp_sockaddr(&ep->addr, port, &ss);
 	opal_process_name_t me = OPAL_PROC_MY_NAME;
 	struct devtcp_hello hello = {
 		.magic = htonl(DEVTCP_HELLO_MAGIC), .version = htons(DEVTCP_WIRE_VERSION),
@@ -165,10 +165,10 @@ static int open_link(struct mca_btl_base_endpoint_t *ep, uint16_t port, uint8_t 
 	};
 	int fd, one = 1;
 
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(ep->addr.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	if (connect(fd, (struct sockaddr *)&ss, len) < 0 ||
 	    write_all(fd, &hello, sizeof(hello)) < 0) {
 		int err = errno;
 
@@ -192,6 +192,7 @@ static int open_link(struct mca_btl_base_endpoint_t *ep, uint16_t port, uint8_t 
 static int connect_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
 {
 	int i, links = mca_btl_devtcp_component.data_links;
+	char ip[DEVTCP_ADDRSTRLEN];
 
 	for (i = 0; i < links; i++) {
 		ep->data_fd[i] = open_link(ep, ep->addr.data_port, DEVTCP_LINK_DATA, i);
@@ -206,7 +207,7 @@ static int connect_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t 
 		return OPAL_ERR_UNREACH;
 	}
 	devtcp_verbose(10, "connected to %u.%u at %s", ep->name.jobid, ep->name.vpid,
-		       inet_ntoa(ep->addr.ip));
+		       devtcp_ntop(&ep->addr, ip));
 	return OPAL_SUCCESS;
 }
 
@@ -363,6 +364,7 @@ int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep)
 {
 	struct devtcp_frame bye = { .flags = DEVTCP_FRAME_BYE };
+	char ip[DEVTCP_ADDRSTRLEN];
 	size_t done = 0;
 
 	if (ep->ctrl_fd < 0 || ep->failed || ep->sendq)
@@ -381,7 +383,7 @@ void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep)
 	}
 	if (done < sizeof(bye))
 		devtcp_verbose(1, "peer %s did not take the end-of-job frame within 1 s",
-			       inet_ntoa(ep->addr.ip));
+			       devtcp_ntop(&ep->addr, ip));
 }
 
 /* One recv: the bytes (> 0), 0 when nothing is there yet, -1 on an error

@@ -2,11 +2,12 @@
 # btl/devtcp under the real mpirun on this host (loopback): ompi_info lists
 # the component and its parameters; the MPI correctness program passes with
 # only devtcp and self selected (so every message between ranks crossed
-# devtcp), with 2 and 4 ranks and 1 and 3 data links, and with btl/tcp as
-# the control; the same under ASan and UBSan (a sanitizer build of the
-# component, the runtimes preloaded into each rank; Open MPI's own leaks
-# keep the leak check off); a bad btl_devtcp_if_include, data_links or
-# devmem_page_size ends MPI_Init with a message naming the parameter.
+# devtcp), with 2 and 4 ranks and 1 and 3 data links, over IPv6 (lo's ::1),
+# and with btl/tcp as the control; the same under ASan and UBSan (a
+# sanitizer build of the component, the runtimes preloaded into each rank;
+# Open MPI's own leaks keep the leak check off); a bad btl_devtcp_if_include,
+# family, data_links or devmem_page_size ends MPI_Init with a message naming
+# the parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -33,13 +34,15 @@ for p in if_include data_links data_min ctrl_port data_port verbose devmem devme
 		bad "btl_devtcp_$p has no help text"
 done
 
-# run NAME NP BTL [MCA ARGS...]: mpi_check must say ok on rank 0.
+# run NAME NP BTL [MCA ARGS...]: mpi_check must say ok on rank 0. The output
+# stays in $last.
 run() {
 	local what=$1 np=$2 btl=$3 out rc
 	shift 3
 	out=$(timeout 300 mpirun "${root[@]}" --oversubscribe -np "$np" --mca pml ob1 \
 		--mca btl "$btl" "$@" selftests/ompi/mpi_check 2>&1)
 	rc=$?
+	last=$out
 	if [ $rc = 0 ] && grep -q "^ok: .* 0 failures in all, $np ranks" <<< "$out"; then
 		ok "$what: $(grep '^ok:' <<< "$out")"
 	else
@@ -51,6 +54,17 @@ run "4 ranks, btl devtcp,self, 3 data links" 4 devtcp,self --mca btl_devtcp_data
 run "4 ranks, btl devtcp,self, every payload on the control connection" 4 devtcp,self \
 	--mca btl_devtcp_data_min 1000000000
 run "4 ranks, btl tcp,self (the control)" 4 tcp,self
+if ip -6 addr show dev lo 2> /dev/null | grep -q "inet6 ::1/"; then
+	run "2 ranks, btl devtcp,self over IPv6 (lo's ::1, btl_devtcp_family 6)" 2 devtcp,self \
+		--mca btl_devtcp_if_include lo --mca btl_devtcp_family 6 --mca btl_devtcp_verbose 5
+	if grep -q "btl:devtcp: lo ::1: control port" <<< "$last"; then
+		ok "... each rank listening on ::1"
+	else
+		bad "... whose ranks did not say they listen on ::1"
+	fi
+else
+	echo "SKIP: IPv6 run: this host's loopback has no ::1"
+fi
 
 san=$PWD/build/ompi-san
 make -s -C ompi O="$san" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" > /dev/null ||
@@ -75,8 +89,9 @@ refused() {
 	fi
 }
 refused "a bad btl_devtcp_if_include" \
-	"no IPv4 interface named nosuchif0 is up (MCA parameter btl_devtcp_if_include)" \
+	"no interface named nosuchif0 is up with an address (MCA parameters btl_devtcp_if_include" \
 	--mca btl_devtcp_if_include nosuchif0
+refused "btl_devtcp_family 5" "btl_devtcp_family is 5: want 0" --mca btl_devtcp_family 5
 refused "btl_devtcp_data_links 9" "btl_devtcp_data_links is 9; it must be 1-8" \
 	--mca btl_devtcp_data_links 9
 refused "btl_devtcp_devmem_page_size 12288" \

@@ -130,6 +130,19 @@ check "... and capped its fragments so that payloads are read in place (MTU $mtu
 check "... each removed the stale rule for its data port 7000 first" \
 	test "$(grep -c "steered data port 7000 already, left by a process that no longer holds" /tmp/mpi.out)" = 2
 devmem_checks "devmem, direct"
+# The same over IPv6 (fd99::1 and fd99::2): tcp6 rules steer the data ports.
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+SECONDS=0
+mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_family 6 --mca btl_devtcp_devmem on \
+	--mca btl_devtcp_verbose 5 --mca btl_devtcp_devmem_inplace 1 \
+	--mca btl_devtcp_devmem_page_size $page
+rc=$?
+check "devmem over IPv6 (btl_devtcp_family 6): every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
+passed 2 $DMAX || show
+check "... each rank listened on its fd99:: address" \
+	test "$(grep -c 'btl:devtcp: dt[ab] fd99::[12]: control port' /tmp/mpi.out)" = 2
+devmem_checks "devmem over IPv6"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 # four_ranks HOW PAGE APP: 4 ranks, two per namespace, each with a reserved
 # queue of its own (7 and 6) and the payload in its dma-buf; with PAGE
