@@ -140,15 +140,22 @@ fi
 
 if want 2; then
 	echo "# 2. rate limit with delay"
+	# The receiver's rate, from the connection to the last byte.
+	mbit() { awk '/^received/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MB/s,") printf "%.1f", $i * 8 }' /tmp/rx.out; }
+	# What this kernel moves without the limit: the debug kernel (KASAN)
+	# may not reach 60 Mbit/s at all.
+	check "a $rate_bytes-byte devmem stream without faults arrives intact" \
+		devmem_stream $rate_bytes 11
+	free=$(mbit)
 	rl0=$(ethtool_stat ns1 dta fault_rate_limited)
 	fault set dta rate 60M delay 2000 jitter 500
 	check "a $rate_bytes-byte devmem stream at 60 Mbit/s, 2 ms +- 0.5 ms delay arrives intact" \
 		devmem_stream $rate_bytes 12
 	fault off dta
-	# The receiver's rate, from the connection to the last byte.
-	mbit=$(awk '/^received/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MB/s,") printf "%.1f", $i * 8 }' /tmp/rx.out)
-	echo "throughput $mbit Mbit/s under the 60 Mbit/s limit"
-	check "... at 50-102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m >= 30 && m <= 61.2) }'
+	mbit=$(mbit)
+	echo "throughput $mbit Mbit/s under the 60 Mbit/s limit ($free Mbit/s without it)"
+	check "... at 50-102% of the limit, or of the rate without it where that is lower" \
+		awk -v m="$mbit" -v f="$free" 'BEGIN { l = f < 60 ? f : 60; exit !(m >= l / 2 && m <= 61.2) }'
 	check "... fault_rate_limited and fault_delay moved" \
 		test "$(ethtool_stat ns1 dta fault_rate_limited)" -gt "$rl0" -a \
 		"$(ethtool_stat ns1 dta fault_delay)" -gt 0
