@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -30,6 +31,7 @@
 #include "btl_devtcp_compat.h"
 
 #define DEVTCP_MAX_LINKS 8
+#define DEVTCP_MAX_IFS 8	/* interfaces, so modules, per rank */
 
 struct devmem_rx;
 struct devmem_frag;
@@ -60,13 +62,14 @@ struct devtcp_frame {
 	uint64_t data_len;	/* bytes following on data link `link` */
 };
 
-/* What a rank publishes in the modex. */
+/* What a rank publishes in the modex, one per interface (module). */
 struct devtcp_addr {
 	uint8_t family;		/* AF_INET or AF_INET6 */
 	uint8_t devmem;		/* payloads land in a dma-buf here */
 	uint16_t ctrl_port;	/* network order */
 	uint16_t data_port;	/* network order */
-	uint8_t pad[2];
+	uint8_t prefix;		/* bits of the interface's subnet */
+	uint8_t pad;
 	uint8_t ip[16];		/* network order; IPv4 in the first 4 */
 };
 
@@ -83,25 +86,38 @@ struct devtcp_frag {
 	struct iovec iov[3];	/* control connection: frame, header, rest */
 	int iov_count, iov_done;
 	struct iovec data;	/* data connection: what remains to write */
-	bool queued;
 	size_t cap;
 	unsigned char buf[];
 };
 
 enum devtcp_rx_state { RX_FRAME, RX_CTRL, RX_DATA };
 
-/* One peer. The send half is ours; the receive half is the peer's. */
+/*
+ * One peer. The send half is ours; the receive half is the peer's.
+ *
+ * Threads (MPI_THREAD_MULTIPLE): the send half belongs to whoever holds
+ * send_lock; the receive half, like the module's listeners, pending
+ * connections and dma-buf, to the one thread that holds the module's
+ * rx_lock, which progress only ever tries. Neither lock is held while the
+ * PML is called back for a finished send, so the PML may send again from
+ * there; messages are delivered with rx_lock held, and the PML's send from
+ * that callback takes only send_lock. Endpoints are added at the head of
+ * the module's list under ep_lock and never removed before finalize, so
+ * the list is walked without a lock.
+ */
 struct mca_btl_base_endpoint_t {
 	struct mca_btl_base_endpoint_t *next;
 	opal_proc_t *proc;
 	opal_process_name_t name;
-	/* send half */
 	struct devtcp_addr addr;
 	bool have_addr;
+	/* send half */
+	pthread_mutex_t send_lock;
 	int ctrl_fd;
 	int data_fd[DEVTCP_MAX_LINKS];
 	int next_link;
 	struct devtcp_frag *sendq, *sendq_tail;
+	bool said_bye;
 	/* receive half */
 	int rx_ctrl_fd;
 	int rx_data_fd[DEVTCP_MAX_LINKS];
@@ -139,9 +155,14 @@ struct devtcp_module {
 	struct devtcp_addr addr;
 	char ifname[64];
 	int ctrl_listen, data_listen;
+	pthread_mutex_t ep_lock;	/* adding to endpoints */
 	struct mca_btl_base_endpoint_t *endpoints;
+	int sending;			/* endpoints with a send queue (atomic) */
+	pthread_mutex_t rx_lock;	/* everything below, and the receive halves */
 	struct devtcp_pending *pending;
 	struct devtcp_devmem *devmem;	/* NULL: plain receive */
+	uint64_t tx_msgs, tx_bytes;	/* atomic: every sending thread adds */
+	uint64_t rx_msgs, rx_bytes;
 	uint64_t bytes_inplace;		/* payload read in the dma-buf by the PML */
 	uint64_t bytes_bounced;		/* copied: too many pieces for one message */
 	uint64_t bytes_linear;		/* arrived in host memory */
@@ -166,7 +187,8 @@ struct devtcp_component {
 	int devmem_page_size;
 	char *rdpm_socket;
 	int output;
-	struct devtcp_module *module;
+	struct devtcp_module *modules[DEVTCP_MAX_IFS];
+	int num_modules;
 };
 
 /* The one symbol Open MPI looks up in the DSO. */
@@ -180,6 +202,8 @@ extern struct devtcp_module devtcp_module_template;
 int devtcp_pick_interface(struct devtcp_module *m, const char *want, int family);
 socklen_t devtcp_sockaddr(const struct devtcp_addr *a, uint16_t port, struct sockaddr_storage *ss);
 const char *devtcp_ntop(const struct devtcp_addr *a, char *buf);
+int devtcp_match_peer(const struct devtcp_addr *mine, int index, const struct devtcp_addr *theirs,
+		      int count);
 
 /* btl_devtcp_module.c */
 
@@ -196,9 +220,7 @@ int devtcp_devmem_events(struct devtcp_module *m);
 int devtcp_devmem_fd(struct devtcp_module *m);
 
 /* btl_devtcp_endpoint.c */
-struct mca_btl_base_endpoint_t *devtcp_endpoint_new(struct devtcp_module *m, opal_proc_t *proc);
-struct mca_btl_base_endpoint_t *devtcp_endpoint_find(struct devtcp_module *m,
-						      const opal_process_name_t *name);
+struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc);
 void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep);
 int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			 struct devtcp_frag *frag);

@@ -58,9 +58,11 @@ static int devtcp_register(void)
 
 	c->if_include = NULL;
 	mca_base_component_var_register(&c->super.btl_version, "if_include",
-		"The network interface this BTL uses (one name, e.g. dtb). Default: the first "
-		"interface that is up with an address (btl_devtcp_family) and not loopback, else "
-		"loopback",
+		"The network interfaces this BTL uses, comma-separated, each by name or by a "
+		"subnet one of its addresses is in (e.g. eth1, or eth1,eth2, or "
+		"10.1.0.0/16,10.2.0.0/16; at most 8): one BTL module each, and the PML spreads "
+		"messages over them. Default: the first interface that is up with an address "
+		"(btl_devtcp_family) and not loopback, else loopback",
 		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1,
 		MCA_BASE_VAR_SCOPE_READONLY, &c->if_include);
 	c->family = 0;
@@ -168,21 +170,111 @@ static int listen_on(struct devtcp_module *m, int port, uint16_t *bound, const c
 	return fd;
 }
 
+static void module_free(struct devtcp_module *m)
+{
+	devtcp_devmem_close(m);
+	if (m->ctrl_listen >= 0)
+		close(m->ctrl_listen);
+	if (m->data_listen >= 0)
+		close(m->data_listen);
+	pthread_mutex_destroy(&m->ep_lock);
+	pthread_mutex_destroy(&m->rx_lock);
+	free(m);
+}
+
+/* A module on interface @ifname (NULL: the default one): its listeners and,
+ * per btl_devtcp_devmem, its dma-buf. */
+static struct devtcp_module *module_open(const char *ifname)
+{
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+	struct devtcp_module *m = malloc(sizeof(*m));
+	char ip[DEVTCP_ADDRSTRLEN];
+
+	if (!m)
+		return NULL;
+	/* the template's other fields are zero: no peers, no dma-buf yet */
+	*m = devtcp_module_template;
+	m->ctrl_listen = m->data_listen = -1;
+	pthread_mutex_init(&m->ep_lock, NULL);
+	pthread_mutex_init(&m->rx_lock, NULL);
+	if (devtcp_pick_interface(m, ifname, c->family) != OPAL_SUCCESS)
+		goto fail;
+	m->ctrl_listen = listen_on(m, c->ctrl_port, &m->addr.ctrl_port, "btl_devtcp_ctrl_port");
+	m->data_listen = listen_on(m, c->data_port, &m->addr.data_port, "btl_devtcp_data_port");
+	if (m->ctrl_listen < 0 || m->data_listen < 0)
+		goto fail;
+	if (devtcp_devmem_open(m) != OPAL_SUCCESS)
+		goto fail;
+	devtcp_verbose(5, "%s %s/%u: control port %u, data port %u, %d data link(s)", m->ifname,
+		       devtcp_ntop(&m->addr, ip), m->addr.prefix, ntohs(m->addr.ctrl_port),
+		       ntohs(m->addr.data_port), c->data_links);
+	return m;
+fail:
+	module_free(m);
+	return NULL;
+}
+
+/* One module per interface of btl_devtcp_if_include (a comma-separated
+ * list), or one on the default interface. */
+static int open_modules(void)
+{
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+	char *list, *name, *save = NULL;
+	int rc = OPAL_SUCCESS;
+
+	if (!c->if_include || !*c->if_include) {
+		c->modules[0] = module_open(NULL);
+		c->num_modules = c->modules[0] ? 1 : 0;
+		return c->num_modules ? OPAL_SUCCESS : OPAL_ERROR;
+	}
+	list = strdup(c->if_include);
+	if (!list)
+		return OPAL_ERR_OUT_OF_RESOURCE;
+	for (name = strtok_r(list, ",", &save); name && rc == OPAL_SUCCESS;
+	     name = strtok_r(NULL, ",", &save)) {
+		struct devtcp_module *m;
+
+		if (c->num_modules == DEVTCP_MAX_IFS) {
+			opal_output(0, "btl:devtcp: btl_devtcp_if_include names more than %d "
+				    "interfaces", DEVTCP_MAX_IFS);
+			rc = OPAL_ERR_BAD_PARAM;
+			break;
+		}
+		m = module_open(name);
+		if (!m) {
+			rc = OPAL_ERROR;
+			break;
+		}
+		for (int i = 0; i < c->num_modules && rc == OPAL_SUCCESS; i++)
+			if (!strcmp(c->modules[i]->ifname, m->ifname)) {
+				opal_output(0, "btl:devtcp: btl_devtcp_if_include: %s is interface %s "
+					    "again", name, m->ifname);
+				rc = OPAL_ERR_BAD_PARAM;
+			}
+		if (rc == OPAL_SUCCESS)
+			c->modules[c->num_modules++] = m;
+		else
+			module_free(m);
+	}
+	free(list);
+	if (rc == OPAL_SUCCESS && !c->num_modules) {
+		opal_output(0, "btl:devtcp: btl_devtcp_if_include '%s' names no interface",
+			    c->if_include);
+		rc = OPAL_ERR_BAD_PARAM;
+	}
+	return rc;
+}
+
 static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 					   bool mpi_threads)
 {
 	struct devtcp_component *c = &mca_btl_devtcp_component;
-	mca_btl_base_module_t **btls;
-	struct devtcp_module *m;
-	char ip[DEVTCP_ADDRSTRLEN];
-	int rc;
+	struct devtcp_addr addrs[DEVTCP_MAX_IFS];
+	mca_btl_base_module_t **btls = NULL;
+	int rc, i;
 
 	(void)progress_threads;
 	*num_btls = 0;
-	if (mpi_threads) {
-		devtcp_verbose(1, "MPI_THREAD_MULTIPLE is not supported yet: disabled");
-		return NULL;
-	}
 	if (c->data_links < 1 || c->data_links > DEVTCP_MAX_LINKS) {
 		opal_output(0, "btl:devtcp: btl_devtcp_data_links is %d; it must be 1-%d",
 			    c->data_links, DEVTCP_MAX_LINKS);
@@ -193,54 +285,41 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 			    c->data_min);
 		return NULL;
 	}
-	btls = malloc(sizeof(*btls));
-	m = malloc(sizeof(*m));
-	if (!m || !btls) {
-		free(m);
-		free(btls);
-		return NULL;
-	}
-	*m = devtcp_module_template;
-	m->ctrl_listen = m->data_listen = -1;
 	if (c->family != 0 && c->family != 4 && c->family != 6) {
 		opal_output(0, "btl:devtcp: btl_devtcp_family is %d: want 0 (IPv4 where the "
 			    "interface has it, else IPv6), 4 or 6", c->family);
-		goto fail;
+		return NULL;
 	}
-	if (devtcp_pick_interface(m, c->if_include, c->family) != OPAL_SUCCESS)
+	if (open_modules() != OPAL_SUCCESS)
 		goto fail;
-	m->ctrl_listen = listen_on(m, c->ctrl_port, &m->addr.ctrl_port, "btl_devtcp_ctrl_port");
-	m->data_listen = listen_on(m, c->data_port, &m->addr.data_port, "btl_devtcp_data_port");
-	if (m->ctrl_listen < 0 || m->data_listen < 0)
+	btls = malloc(c->num_modules * sizeof(*btls));
+	if (!btls)
 		goto fail;
-	/* the template's other fields are zero: no peers, no dma-buf yet */
-	if (devtcp_devmem_open(m) != OPAL_SUCCESS)
-		goto fail;
-	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, &m->addr,
-			sizeof(m->addr));
+	for (i = 0; i < c->num_modules; i++) {
+		addrs[i] = c->modules[i]->addr;
+		btls[i] = &c->modules[i]->super;
+	}
+	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, addrs,
+			c->num_modules * sizeof(addrs[0]));
 	if (rc != OPAL_SUCCESS)
 		goto fail;
-	devtcp_verbose(5, "%s %s: control port %u, data port %u, %d data link(s)", m->ifname,
-		       devtcp_ntop(&m->addr, ip), ntohs(m->addr.ctrl_port),
-		       ntohs(m->addr.data_port), c->data_links);
-	c->module = m;
-	btls[0] = &m->super;
-	*num_btls = 1;
+	devtcp_verbose(5, "%d interface(s); threads: %s", c->num_modules,
+		       mpi_threads ? "MPI_THREAD_MULTIPLE" : "one at a time");
+	*num_btls = c->num_modules;
 	return btls;
 fail:
-	devtcp_devmem_close(m);
-	if (m->ctrl_listen >= 0)
-		close(m->ctrl_listen);
-	if (m->data_listen >= 0)
-		close(m->data_listen);
-	free(m);
+	while (c->num_modules)
+		module_free(c->modules[--c->num_modules]);
 	free(btls);
 	return NULL;
 }
 
 static int devtcp_progress(void)
 {
-	struct devtcp_module *m = mca_btl_devtcp_component.module;
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+	int events = 0;
 
-	return m ? devtcp_progress_module(m) : 0;
+	for (int i = 0; i < c->num_modules; i++)
+		events += devtcp_progress_module(c->modules[i]);
+	return events;
 }

@@ -28,24 +28,46 @@ static bool same_name(const opal_process_name_t *a, const opal_process_name_t *b
 	return a->jobid == b->jobid && a->vpid == b->vpid;
 }
 
-struct mca_btl_base_endpoint_t *devtcp_endpoint_find(struct devtcp_module *m,
+static struct mca_btl_base_endpoint_t *first_endpoint(struct devtcp_module *m)
+{
+	return __atomic_load_n(&m->endpoints, __ATOMIC_ACQUIRE);
+}
+
+static struct mca_btl_base_endpoint_t *endpoint_find(struct devtcp_module *m,
 						      const opal_process_name_t *name)
 {
 	struct mca_btl_base_endpoint_t *ep;
 
-	for (ep = m->endpoints; ep; ep = ep->next)
+	for (ep = first_endpoint(m); ep; ep = ep->next)
 		if (same_name(&ep->name, name))
 			return ep;
 	return NULL;
 }
 
-struct mca_btl_base_endpoint_t *devtcp_endpoint_new(struct devtcp_module *m, opal_proc_t *proc)
+static int module_index(struct devtcp_module *m)
 {
-	struct mca_btl_base_endpoint_t *ep = calloc(1, sizeof(*ep));
+	struct devtcp_component *c = &mca_btl_devtcp_component;
+
+	for (int i = 0; i < c->num_modules; i++)
+		if (c->modules[i] == m)
+			return i;
+	return 0;
+}
+
+/* The peer's endpoint, made on first use (by add_procs, or by the hello of
+ * a connection from a peer the PML has not added yet). Made outside
+ * ep_lock, since the modex may wait for the peer; a racing twin is thrown
+ * away. */
+struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc)
+{
+	struct mca_btl_base_endpoint_t *ep = endpoint_find(m, &proc->proc_name), *twin;
 	struct devtcp_addr *addr = NULL;
 	size_t size = 0;
 	int rc, i;
 
+	if (ep)
+		return ep;
+	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return NULL;
 	ep->proc = proc;
@@ -53,15 +75,30 @@ struct mca_btl_base_endpoint_t *devtcp_endpoint_new(struct devtcp_module *m, opa
 	ep->ctrl_fd = ep->rx_ctrl_fd = -1;
 	for (i = 0; i < DEVTCP_MAX_LINKS; i++)
 		ep->data_fd[i] = ep->rx_data_fd[i] = -1;
+	pthread_mutex_init(&ep->send_lock, NULL);
 	OPAL_MODEX_RECV(rc, &mca_btl_devtcp_component.super.btl_version, &proc->proc_name,
 			(void **)&addr, &size);
-	if (rc == OPAL_SUCCESS && addr && size == sizeof(*addr)) {
-		ep->addr = *addr;
-		ep->have_addr = true;
+	if (rc == OPAL_SUCCESS && addr && size && size % sizeof(*addr) == 0) {
+		int k = devtcp_match_peer(&m->addr, module_index(m), addr, size / sizeof(*addr));
+
+		if (k >= 0) {
+			ep->addr = addr[k];
+			ep->have_addr = true;
+		}
 	}
 	free(addr);
-	ep->next = m->endpoints;
-	m->endpoints = ep;
+	pthread_mutex_lock(&m->ep_lock);
+	twin = endpoint_find(m, &proc->proc_name);
+	if (!twin) {
+		ep->next = m->endpoints;
+		__atomic_store_n(&m->endpoints, ep, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&m->ep_lock);
+	if (twin) {
+		pthread_mutex_destroy(&ep->send_lock);
+		free(ep);
+		ep = twin;
+	}
 	return ep;
 }
 
@@ -105,6 +142,7 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 	}
 	free(ep->rx_ctrl);
 	free(ep->rx_data);
+	pthread_mutex_destroy(&ep->send_lock);
 	free(ep);
 }
 
@@ -130,9 +168,9 @@ static void fail_all(struct devtcp_module *m, const char *what)
 {
 	struct mca_btl_base_endpoint_t *ep;
 
-	for (ep = m->endpoints; ep; ep = ep->next)
+	for (ep = first_endpoint(m); ep; ep = ep->next)
 		fail_peer(m, ep, what, 0);
-	if (!m->endpoints && m->error_cb)
+	if (!first_endpoint(m) && m->error_cb)
 		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, (char *)what);
 }
 
@@ -301,13 +339,16 @@ static void frag_done(struct devtcp_module *m, struct devtcp_frag *f, int status
 	}
 }
 
-/* Sends queued descriptors until a socket fills; completions are called. */
+/* Sends queued descriptors until a socket fills, unless another thread is
+ * at it; the finished ones are then handed back, without the lock. */
 static int send_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
 {
-	int done = 0;
+	struct devtcp_frag *done = NULL, **tail = &done, *f;
+	int n = 0;
 
-	while (ep->sendq && !ep->failed) {
-		struct devtcp_frag *f = ep->sendq;
+	if (pthread_mutex_trylock(&ep->send_lock))
+		return 0;
+	while ((f = ep->sendq) && !ep->failed) {
 		int rc = frag_push(ep, f);
 
 		if (rc == 0)
@@ -317,44 +358,60 @@ static int send_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			break;
 		}
 		ep->sendq = f->next;
-		if (!ep->sendq)
+		if (!ep->sendq) {
 			ep->sendq_tail = NULL;
-		f->queued = false;
-		done++;
-		frag_done(m, f, OPAL_SUCCESS, true);
+			__atomic_fetch_sub(&m->sending, 1, __ATOMIC_RELAXED);
+		}
+		f->next = NULL;
+		*tail = f;
+		tail = &f->next;
 	}
-	return done;
+	pthread_mutex_unlock(&ep->send_lock);
+	while ((f = done)) {
+		done = f->next;
+		frag_done(m, f, OPAL_SUCCESS, true);
+		n++;
+	}
+	return n;
 }
 
 int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			 struct devtcp_frag *f)
 {
-	int rc;
+	int rc = OPAL_SUCCESS;
 
-	if (ep->failed)
-		return OPAL_ERR_UNREACH;
-	if (ep->ctrl_fd < 0 && connect_peer(m, ep) != OPAL_SUCCESS)
-		return OPAL_ERR_UNREACH;
+	pthread_mutex_lock(&ep->send_lock);
+	if (ep->failed || (ep->ctrl_fd < 0 && connect_peer(m, ep) != OPAL_SUCCESS)) {
+		rc = OPAL_ERR_UNREACH;
+		goto out;
+	}
 	frag_layout(f, &ep->next_link);
+	__atomic_fetch_add(&m->tx_msgs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->tx_bytes, f->frame.ctrl_len + f->frame.data_len, __ATOMIC_RELAXED);
 	if (!ep->sendq) {
 		rc = frag_push(ep, f);
 		if (rc < 0) {
 			fail_peer(m, ep, "send failed", errno);
-			return OPAL_ERR_UNREACH;
+			rc = OPAL_ERR_UNREACH;
+			goto out;
 		}
-		if (rc == 1) {
-			frag_done(m, f, OPAL_SUCCESS, false);
-			return 1;
-		}
+		if (rc == 1)
+			goto out;
 	}
 	f->next = NULL;
-	f->queued = true;
-	if (ep->sendq_tail)
+	if (ep->sendq_tail) {
 		ep->sendq_tail->next = f;
-	else
+	} else {
 		ep->sendq = f;
+		__atomic_fetch_add(&m->sending, 1, __ATOMIC_RELAXED);
+	}
 	ep->sendq_tail = f;
-	return OPAL_SUCCESS;
+	rc = OPAL_SUCCESS;
+out:
+	pthread_mutex_unlock(&ep->send_lock);
+	if (rc == 1)
+		frag_done(m, f, OPAL_SUCCESS, false);
+	return rc;
 }
 
 /* Tells the peer that EOF on our connections is the end, not a death. The
@@ -366,22 +423,33 @@ void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep)
 	struct devtcp_frame bye = { .flags = DEVTCP_FRAME_BYE };
 	char ip[DEVTCP_ADDRSTRLEN];
 	size_t done = 0;
+	int err = 0;
 
-	if (ep->ctrl_fd < 0 || ep->failed || ep->sendq)
+	pthread_mutex_lock(&ep->send_lock);
+	if (ep->ctrl_fd < 0 || ep->failed || ep->sendq || ep->said_bye) {
+		pthread_mutex_unlock(&ep->send_lock);
 		return;
+	}
+	ep->said_bye = true;	/* del_procs, then finalize: once is enough */
 	for (int waited = 0; done < sizeof(bye) && waited <= 1000; waited += 10) {
 		struct pollfd p = { .fd = ep->ctrl_fd, .events = POLLOUT };
 		ssize_t n = send(ep->ctrl_fd, (char *)&bye + done, sizeof(bye) - done,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (n > 0)
+		if (n > 0) {
 			done += (size_t)n;
-		else if (n < 0 && errno != EAGAIN && errno != EINTR)
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			err = errno;
 			break;
-		else if (done < sizeof(bye))
+		} else if (done < sizeof(bye)) {
 			poll(&p, 1, 10);
+		}
 	}
-	if (done < sizeof(bye))
+	pthread_mutex_unlock(&ep->send_lock);
+	if (err)
+		devtcp_verbose(1, "peer %s: end-of-job frame not sent: %s",
+			       devtcp_ntop(&ep->addr, ip), strerror(err));
+	else if (done < sizeof(bye))
 		devtcp_verbose(1, "peer %s did not take the end-of-job frame within 1 s",
 			       devtcp_ntop(&ep->addr, ip));
 }
@@ -565,6 +633,8 @@ static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint
 	}
 	m->bytes_inplace += dma;
 	m->bytes_linear += ep->rx_linear;
+	m->rx_msgs++;
+	m->rx_bytes += fr->ctrl_len + fr->data_len;
 	devtcp_deliver(&m->super, ep, fr->tag, segs, n);
 	for (i = 0; i < ep->rx_nfrags; i++)
 		devmem_rx_release(rx, &ep->rx_frags[i]);
@@ -649,6 +719,8 @@ deliver:
 				{ .seg_addr.pval = ep->rx_data, .seg_len = fr->data_len },
 			};
 
+			m->rx_msgs++;
+			m->rx_bytes += fr->ctrl_len + fr->data_len;
 			devtcp_deliver(&m->super, ep, fr->tag, segs, fr->data_len ? 2 : 1);
 			delivered++;
 		}
@@ -695,11 +767,11 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 	}
 	name.jobid = ntohl(h->jobid);
 	name.vpid = ntohl(h->vpid);
-	ep = devtcp_endpoint_find(m, &name);
+	ep = endpoint_find(m, &name);
 	if (!ep) {
 		opal_proc_t *proc = opal_proc_for_name(name);
 
-		if (!proc || !(ep = devtcp_endpoint_new(m, proc)))
+		if (!proc || !(ep = devtcp_endpoint_get(m, proc)))
 			return -1;
 	}
 	slot = h->kind == DEVTCP_LINK_CTRL ? &ep->rx_ctrl_fd : &ep->rx_data_fd[h->index];
@@ -753,7 +825,7 @@ static size_t poll_set(struct devtcp_module *m)
 
 	for (p = m->pending; p; p = p->next)
 		want++;
-	for (ep = m->endpoints; ep; ep = ep->next)
+	for (ep = first_endpoint(m); ep; ep = ep->next)
 		want++;
 	if (want > m->pfd_cap) {
 		struct pollfd *pfd = realloc(m->pfd, want * 2 * sizeof(*pfd));
@@ -776,7 +848,7 @@ static size_t poll_set(struct devtcp_module *m)
 		m->pep[n] = NULL;
 		m->pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
 	}
-	for (ep = m->endpoints; ep; ep = ep->next) {
+	for (ep = first_endpoint(m); ep; ep = ep->next) {
 		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->rx_frame.link] : ep->rx_ctrl_fd;
 
 		if (fd < 0 || ep->failed)
@@ -787,21 +859,19 @@ static size_t poll_set(struct devtcp_module *m)
 	return n;
 }
 
-int devtcp_progress_module(struct devtcp_module *m)
+/* Everything on the receive side; the caller holds rx_lock. */
+static int recv_all(struct devtcp_module *m)
 {
 	struct mca_btl_base_endpoint_t *ep;
 	bool hello = false;
 	size_t n, i;
 	int events = 0;
 
-	for (ep = m->endpoints; ep; ep = ep->next)
-		if (ep->sendq)
-			events += send_progress(m, ep);
 	n = poll_set(m);
 	if (!n)
-		return events;
+		return 0;
 	/* Messages already in a control buffer need no readiness. */
-	for (ep = m->endpoints; ep; ep = ep->next)
+	for (ep = first_endpoint(m); ep; ep = ep->next)
 		if (ctrl_buffered(ep) && ep->rx_state != RX_DATA && !ep->failed)
 			events += recv_progress(m, ep);
 	if (poll(m->pfd, n, 0) <= 0)
@@ -821,5 +891,21 @@ int devtcp_progress_module(struct devtcp_module *m)
 	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && m->pep[i])
 			events += recv_progress(m, m->pep[i]);
+	return events;
+}
+
+int devtcp_progress_module(struct devtcp_module *m)
+{
+	struct mca_btl_base_endpoint_t *ep;
+	int events = 0;
+
+	if (__atomic_load_n(&m->sending, __ATOMIC_RELAXED))
+		for (ep = first_endpoint(m); ep; ep = ep->next)
+			events += send_progress(m, ep);
+	/* One thread receives at a time; the others have nothing to wait for. */
+	if (pthread_mutex_trylock(&m->rx_lock))
+		return events;
+	events += recv_all(m);
+	pthread_mutex_unlock(&m->rx_lock);
 	return events;
 }

@@ -27,9 +27,7 @@ static int devtcp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
 
 		if (procs[i] == self) /* btl/self's */
 			continue;
-		ep = devtcp_endpoint_find(m, &procs[i]->proc_name);
-		if (!ep)
-			ep = devtcp_endpoint_new(m, procs[i]);
+		ep = devtcp_endpoint_get(m, procs[i]);
 		if (!ep)
 			return OPAL_ERR_OUT_OF_RESOURCE;
 		if (!ep->have_addr)
@@ -55,6 +53,7 @@ static int devtcp_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
 
 static int devtcp_finalize(mca_btl_base_module_t *btl)
 {
+	struct devtcp_component *c = &mca_btl_devtcp_component;
 	struct devtcp_module *m = (struct devtcp_module *)btl;
 
 	while (m->endpoints)
@@ -68,6 +67,9 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 		close(p->fd);
 		free(p);
 	}
+	devtcp_verbose(5, "%s: %llu messages (%llu bytes) sent, %llu (%llu bytes) received",
+		       m->ifname, (unsigned long long)m->tx_msgs, (unsigned long long)m->tx_bytes,
+		       (unsigned long long)m->rx_msgs, (unsigned long long)m->rx_bytes);
 	if (m->devmem)
 		devtcp_verbose(1, "devmem: %llu payload bytes read in place in the dma-buf, %llu "
 			       "copied out of it (more pieces than a descriptor holds), %llu "
@@ -80,8 +82,13 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	close(m->data_listen);
 	free(m->pfd);
 	free(m->pep);
-	if (mca_btl_devtcp_component.module == m)
-		mca_btl_devtcp_component.module = NULL;
+	pthread_mutex_destroy(&m->ep_lock);
+	pthread_mutex_destroy(&m->rx_lock);
+	for (int i = 0; i < c->num_modules; i++)
+		if (c->modules[i] == m) {
+			c->modules[i] = c->modules[--c->num_modules];
+			break;
+		}
 	free(m);
 	return OPAL_SUCCESS;
 }

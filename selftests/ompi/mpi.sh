@@ -14,8 +14,8 @@
 # at MTU 9000 where the kernel has rx-page-size; a stale rule for the data
 # port, as a killed rank leaves, removed first), also with 4 ranks, two
 # per namespace, each on a reserved queue of its own (through rdpmd with
-# 16 KiB buffers where the kernel has them), and nothing stays bound or
-# steered after the job.
+# 16 KiB buffers where the kernel has them), with 4 threads per rank under
+# MPI_THREAD_MULTIPLE, and nothing stays bound or steered after the job.
 . "$(dirname "$0")/../lib.sh"
 
 VMBUILD=/devtcp/build/ompi-vm
@@ -141,7 +141,7 @@ check "devmem over IPv6 (btl_devtcp_family 6): every check passes (exit $rc, $SE
 	passed 2 $DMAX
 passed 2 $DMAX || show
 check "... each rank listened on its fd99:: address" \
-	test "$(grep -c 'btl:devtcp: dt[ab] fd99::[12]: control port' /tmp/mpi.out)" = 2
+	test "$(grep -c 'btl:devtcp: dt[ab] fd99::[12]/64: control port' /tmp/mpi.out)" = 2
 devmem_checks "devmem over IPv6"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 # four_ranks HOW PAGE APP: 4 ranks, two per namespace, each with a reserved
@@ -174,6 +174,18 @@ four_ranks() {
 	done
 }
 four_ranks directly 4096 $VMBUILD/mpi_check
+# MPI_THREAD_MULTIPLE: 4 threads per rank at once, with devmem directly.
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+SECONDS=0
+mpi_run_app 2 $DMAX devtcp,self "$VMBUILD/mpi_threads 4 1" --mca btl_devtcp_devmem on \
+	--mca btl_devtcp_verbose 5 --mca btl_devtcp_devmem_inplace 1
+rc=$?
+check "devmem, direct, MPI_THREAD_MULTIPLE (2 ranks x 4 threads): every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
+passed 2 $DMAX || show
+check "... each rank's btl/devtcp served MPI_THREAD_MULTIPLE" \
+	test "$(grep -c "interface(s); threads: MPI_THREAD_MULTIPLE" /tmp/mpi.out)" = 2
+devmem_checks "devmem, direct, MPI_THREAD_MULTIPLE"
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 
