@@ -15,7 +15,9 @@
 # port, as a killed rank leaves, removed first), also with 4 ranks, two
 # per namespace, each on a reserved queue of its own (through rdpmd with
 # 16 KiB buffers where the kernel has them), with 4 threads per rank under
-# MPI_THREAD_MULTIPLE, and nothing stays bound or steered after the job.
+# MPI_THREAD_MULTIPLE, over two pairs at once (interfaces chosen by subnet,
+# a dma-buf on each NIC, both carrying payload), and nothing stays bound or
+# steered after the job.
 . "$(dirname "$0")/../lib.sh"
 
 VMBUILD=/devtcp/build/ompi-vm
@@ -186,6 +188,44 @@ passed 2 $DMAX || show
 check "... each rank's btl/devtcp served MPI_THREAD_MULTIPLE" \
 	test "$(grep -c "interface(s); threads: MPI_THREAD_MULTIPLE" /tmp/mpi.out)" = 2
 devmem_checks "devmem, direct, MPI_THREAD_MULTIPLE"
+# Two interfaces: a second pair, dtc (ns1) and dtd (ns2) on 10.98.0.0/24.
+# The interfaces are chosen by subnet, as on hosts whose names differ; each
+# rank has a module per pair, each with a dma-buf of its own bound to a
+# reserved queue of that NIC, and ob1 spreads the messages over both.
+$DEVTCP_PAIR add dtc dtd -n ns1 -N ns2 > /dev/null || fail "cannot create the second pair"
+ip -n ns1 addr add 10.98.0.1/24 dev dtc && ip -n ns2 addr add 10.98.0.2/24 dev dtd &&
+	ip -n ns1 link set dtc up && ip -n ns2 link set dtd up || fail "cannot set up dtc and dtd"
+ip netns exec ns1 $devmem nic setup dtc --reserve 2 > /dev/null || fail "nic setup dtc"
+ip netns exec ns2 $devmem nic setup dtd --reserve 2 > /dev/null || fail "nic setup dtd"
+declare -A devq0
+for nd in ns1:dta ns2:dtb ns1:dtc ns2:dtd; do devq0[$nd]=$(devq_rx ${nd%:*} ${nd#*:}); done
+SECONDS=0
+mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_if_include 10.99.0.0/24,10.98.0.0/24 \
+	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 5 --mca btl_devtcp_devmem_inplace 1
+rc=$?
+check "devmem, direct, two interfaces (btl_devtcp_if_include 10.99.0.0/24,10.98.0.0/24): every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
+passed 2 $DMAX || show
+check "... each rank bound a dma-buf on each of its two NICs" \
+	test "$(grep -c "dma-buf bound to queue 7 of dt[abcd] directly" /tmp/mpi.out)" = 4
+for nd in ns1:dta ns2:dtb ns1:dtc ns2:dtd; do
+	ns=${nd%:*} dev=${nd#*:}
+	got=$(($(devq_rx $ns $dev) - ${devq0[$nd]}))
+	# a quarter of what one rank receives: ob1 splits by bandwidth, both equal
+	check "... $dev's devmem queues received payload ($got bytes)" test $got -ge $((DMAX / 4))
+	got=$(sed -n "s/.*btl:devtcp: $dev: .* sent, [0-9]* (\([0-9]*\) bytes) received/\1/p" /tmp/mpi.out)
+	check "... the rank's $dev module received ${got:-no} bytes" test "${got:-0}" -ge $((DMAX / 4))
+done
+for host in 10.99.0.1 10.99.0.2; do
+	check "... the rank on $host read $(landed $host) payload bytes from its two dma-bufs" \
+		test "$(landed $host)" -ge "$DMAX"
+	check "... all of them in place: none copied out ($(copied $host))" test "$(copied $host)" = 0
+done
+for nd in ns1:dta ns2:dtb ns1:dtc ns2:dtd; do
+	check "... nothing is bound or steered on ${nd#*:} after the job" nothing_left ${nd%:*} ${nd#*:}
+done
+ip netns exec ns1 $devmem nic teardown dtc > /dev/null
+ip netns exec ns2 $devmem nic teardown dtd > /dev/null
 ip netns exec ns1 $devmem nic teardown dta > /dev/null
 ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 
