@@ -16,8 +16,9 @@
 # per namespace, each on a reserved queue of its own (through rdpmd with
 # 16 KiB buffers where the kernel has them), with 4 threads per rank under
 # MPI_THREAD_MULTIPLE, over two pairs at once (interfaces chosen by subnet,
-# a dma-buf on each NIC, both carrying payload), and nothing stays bound or
-# steered after the job.
+# a dma-buf on each NIC, both carrying payload), as a user's job (mpirun
+# and ranks as uid 1000, devmem through rdpmd; without rdpmd MPI_Init says
+# why), and nothing stays bound or steered after the job.
 . "$(dirname "$0")/../lib.sh"
 
 VMBUILD=/devtcp/build/ompi-vm
@@ -232,8 +233,8 @@ ip netns exec ns2 $devmem nic teardown dtb > /dev/null
 # rdpmd in each namespace (its own socket, state and log) reserves queues
 # 6-7 of its NIC; each rank finds its namespace's daemon in RDPM_SOCKET
 # (selftests/ompi/rdpm-env).
-check "rdpmd starts in ns1 (dta)" ns_rdpmd_start ns1 dta /tmp/rdpm/10.99.0.1.sock root
-check "rdpmd starts in ns2 (dtb)" ns_rdpmd_start ns2 dtb /tmp/rdpm/10.99.0.2.sock root
+check "rdpmd starts in ns1 (dta)" ns_rdpmd_start ns1 dta /tmp/rdpm/10.99.0.1.sock "root, 1000"
+check "rdpmd starts in ns2 (dtb)" ns_rdpmd_start ns2 dtb /tmp/rdpm/10.99.0.2.sock "root, 1000"
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
 mpi_run_app 2 $DMAX devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
@@ -251,6 +252,58 @@ for ns in ns1 ns2; do
 done
 devmem_checks "devmem through rdpmd"
 four_ranks "by rdpmd" "$page" "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check"
+
+# A user's job: mpirun and both ranks as uid 1000, without CAP_NET_ADMIN,
+# so devmem only through rdpmd. mpirun starts in ns1 as the user; the
+# launch agent enters ns2 with a setuid copy of nsenter and drops back to
+# the user (as ssh would on another node). Each namespace keeps a UTS
+# namespace of its own, its host name its address.
+NSENTER=/tmp/rdpm/nsenter-suid
+cp /usr/bin/nsenter $NSENTER && chmod 4755 $NSENTER || fail "cannot make $NSENTER"
+mkdir -p /run/uts /tmp/u1000 && chown 1000:1000 /tmp/u1000
+for ns in ns1 ns2; do
+	touch /run/uts/$ns
+	unshare --uts=/run/uts/$ns hostname 10.99.0.${ns#ns} || fail "cannot keep a UTS namespace for $ns"
+done
+UDMABUF_MODE=$(stat -c %a /dev/udmabuf)
+chmod 666 /dev/udmabuf	# as a site's udev rule would let users make udmabufs
+# user_job [MCA ARGS...]: 2 ranks of mpi_check as uid 1000, one per namespace.
+user_job() {
+	$NSENTER --net=/run/netns/ns1 --uts=/run/uts/ns1 -S 1000 -G 1000 \
+		env -i PATH=/usr/bin:/bin HOME=/tmp/u1000 DEVTCP_NSENTER=$NSENTER \
+		OMPI_MCA_mca_base_component_path="$OMPI_MCA_mca_base_component_path" \
+		timeout 600 mpirun --host 10.99.0.1:1,10.99.0.2:1 -np 2 \
+		--prtemca plm_ssh_agent /devtcp/selftests/ompi/netns-rsh \
+		-x OMPI_MCA_mca_base_component_path --mca pml ob1 --mca btl devtcp,self \
+		--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 "$@" \
+		/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check $DMAX > /tmp/mpi.out 2>&1
+}
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+for ns in ns1 ns2; do : > /tmp/rdpm/$ns.log.mark; cp /tmp/rdpm/$ns.log /tmp/rdpm/$ns.log.mark; done
+SECONDS=0
+user_job --mca btl_devtcp_devmem_inplace 1
+rc=$?
+check "devmem through rdpmd, mpirun and ranks as uid 1000: every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
+passed 2 $DMAX || show
+check "... rdpmd bound each rank's dma-buf" \
+	test "$(grep -c "dma-buf bound to queue [67] of dt[ab] by rdpmd" /tmp/mpi.out)" = 2
+for ns in ns1 ns2; do
+	check "... $ns's rdpmd bound it for uid 1000" \
+		bash -c "diff /tmp/rdpm/$ns.log.mark /tmp/rdpm/$ns.log | grep -q 'uid 1000 bound [0-9]* bytes as dmabuf'"
+done
+devmem_checks "devmem through rdpmd as uid 1000"
+# Without rdpmd, the user's ranks cannot bind: MPI_Init fails, saying why.
+SECONDS=0
+user_job --mca btl_devtcp_rdpm_socket /tmp/rdpm/none.sock
+rc=$?
+check "... devmem on without rdpmd as uid 1000: MPI_Init fails (exit $rc, $SECONDS s)" test $rc != 0
+grep -a "btl:devtcp" /tmp/mpi.out | head -4
+check "... saying that without CAP_NET_ADMIN it needs rdpmd, naming the parameter" \
+	grep -q "without CAP_NET_ADMIN the devmem path needs rdpmd, and none listens at /tmp/rdpm/none.sock (MCA parameter btl_devtcp_rdpm_socket)" /tmp/mpi.out
+chmod "$UDMABUF_MODE" /dev/udmabuf
+for ns in ns1 ns2; do umount /run/uts/$ns && rm -f /run/uts/$ns; done
+rm -f $NSENTER
 # A job ended from outside: a rank SIGKILLed, then dtb drained by rdpmctl.
 # mpirun must exit with an error within a minute (no hang), and rdpmd must
 # have released what the job's ranks had bound and steered.
