@@ -4,6 +4,7 @@
 # parts) over a devtcp pair: nic setup/show/teardown checked against ethtool,
 # devmem RX from a plain sender and from a devmem sender into udmabuf and
 # heap memory, io_uring zero-copy receive into user memory and a dma-buf,
+# both into 16 KiB buffers at MTU 9000 (--page-size),
 # a netcat-style file transfer, and errors a person can act on.
 . "$(dirname "$0")/../lib.sh"
 
@@ -89,6 +90,33 @@ check "... all zero-copy" grep -q "(${bytes} zero-copy, 0 linear).* 0 mismatched
 check "io_uring zcrx into a udmabuf area, validated" \
 	rx_run 5004 7 --bytes $bytes --pattern 14 --zcrx -- \
 	/devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5004 -n $bytes -s 14
+
+# Receive buffers larger than a page (rx-page-size, Linux 7.x): at MTU 9000
+# a segment's 8948 bytes land in one 16 KiB buffer, for a devmem binding
+# and for zcrx (io_uring's rx_buf_len) alike, so fragments outgrow a page.
+largest() { sed -n 's/.* fragments (largest \([0-9]*\)).*/\1/p' /tmp/rx.out; }
+if kernel_has netdev_queue_config; then
+	a ip link set dta mtu 9000 && b ip link set dtb mtu 9000 || fail "cannot set MTU 9000"
+	check "devmem rx into 16 KiB buffers (heap), validated" \
+		rx_run 5006 6 --bytes $bytes --pattern 15 --mem heap --page-size 16K -- \
+		/devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5006 -n $bytes -s 15
+	check "... bound with 16384-byte buffers" grep -q "bound as dmabuf [0-9]*, 16384-byte buffers" /tmp/rx.err
+	check "... fragments of more than a page (largest $(largest))" test "$(largest)" -gt 4096
+	check "io_uring zcrx into 16 KiB buffers (heap area), validated" \
+		rx_run 5007 7 --bytes $bytes --pattern 16 --zcrx --mem heap --page-size 16K -- \
+		/devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5007 -n $bytes -s 16
+	check "... registered with 16384-byte buffers" \
+		grep -q "zero-copy receive into [0-9]* bytes of dma-heap memory, 16384-byte buffers" /tmp/rx.err
+	check "... all zero-copy, 0 mismatched" grep -q "(${bytes} zero-copy, 0 linear).* 0 mismatched" /tmp/rx.out
+	check "... chunks of more than a page (largest $(largest))" test "$(largest)" -gt 4096
+	out=$(b $devmem rx --iface dtb --queue 7 --port 5008 --zcrx --mem heap --page-size 12K 2>&1)
+	check "io_uring zcrx with 12 KiB buffers is refused (exit $?)" test $? = 1
+	echo "$out"
+	check "... saying why" grep -q "12288 is not a power of two of at least the page size" <<< "$out"
+	a ip link set dta mtu 1500 && b ip link set dtb mtu 1500 || fail "cannot set MTU 1500"
+else
+	echo "# SKIP: 16 KiB receive buffers: this kernel has no rx-page-size (Linux 7.x)"
+fi
 
 # netcat style: a file through devmem TX and devmem RX, compared.
 head -c 30000001 /dev/urandom > /tmp/in.bin

@@ -475,6 +475,13 @@ struct devmem_zcrx;
  * (a dma-buf) or, with @mem NULL, @area_size bytes of user memory. */
 int devmem_zcrx_open(struct devmem_zcrx **out, struct devmem_nic *nic, unsigned int queue,
 		     struct devmem_mem *mem, size_t area_size);
+/* The same with receive buffers of @page_size bytes (a power of two from the
+ * page size up; 0: pages), on kernels whose zcrx takes rx_buf_len (7.x). */
+int devmem_zcrx_open_page_size(struct devmem_zcrx **out, struct devmem_nic *nic,
+			       unsigned int queue, struct devmem_mem *mem, size_t area_size,
+			       uint32_t page_size);
+/* The size of each receive buffer, as the kernel set it. */
+uint32_t devmem_zcrx_page_size(const struct devmem_zcrx *z);
 void devmem_zcrx_close(struct devmem_zcrx *z);
 
 /* Starts receiving on TCP socket @sock (a multishot RECV_ZC). */

@@ -25,6 +25,7 @@ struct devmem_zcrx {
 	char where[64];			/* "dtb queue 3", for messages */
 	uint8_t *area;			/* user-memory area; NULL for dma-bufs */
 	size_t area_size;
+	uint32_t page_size;		/* of each receive buffer, as the kernel set it */
 	uint64_t area_token;
 	void *rq_mem;
 	size_t rq_mem_size;
@@ -50,8 +51,24 @@ static const char *ifq_hint(int err)
 	}
 }
 
+/* The same with a buffer size asked for (rx_buf_len): what else it needs. */
+static const char *page_size_hint(int err)
+{
+	switch (err) {
+	case -EINVAL: return "a buffer size needs a kernel whose zcrx takes rx_buf_len "
+			     "(ZCRX_FEATURE_RX_PAGE_SIZE, Linux 7.x), and header split on with "
+			     "hds-thresh 0";
+	case -ERANGE: return "the area's memory is not physically contiguous in chunks of "
+			     "that size: use a dma-buf from the system dma-heap "
+			     "(devmem_mem_heap), whose chunks are large";
+	case -EOPNOTSUPP: return "the driver does not take that buffer size (netdev "
+				 "rx-page-size)";
+	default: return ifq_hint(err);
+	}
+}
+
 static int zcrx_register(struct devmem_zcrx *z, struct devmem_nic *nic, unsigned int queue,
-			 struct devmem_mem *mem)
+			 struct devmem_mem *mem, uint32_t page_size)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	struct io_uring_zcrx_area_reg area = { .len = z->area_size };
@@ -60,6 +77,7 @@ static int zcrx_register(struct devmem_zcrx *z, struct devmem_nic *nic, unsigned
 		.if_idx = devmem_nic_ifindex(nic),
 		.if_rxq = queue,
 		.rq_entries = ZCRX_RQ_ENTRIES,
+		.rx_buf_len = page_size,
 	};
 	int ret;
 
@@ -87,10 +105,16 @@ static int zcrx_register(struct devmem_zcrx *z, struct devmem_nic *nic, unsigned
 	reg.area_ptr = (uint64_t)(uintptr_t)&area;
 	reg.region_ptr = (uint64_t)(uintptr_t)&region;
 	ret = io_uring_register_ifq(&z->ring, &reg);
+	if (ret && page_size)
+		return devmem_fail(ret, "%s: IORING_REGISTER_ZCRX_IFQ (%s area, %u-byte buffers): "
+				   "%s (%s)", z->where, mem ? "dma-buf" : "user-memory",
+				   page_size, strerror(-ret), page_size_hint(ret));
 	if (ret)
 		return devmem_fail(ret, "%s: IORING_REGISTER_ZCRX_IFQ (%s area): %s (%s)",
 				   z->where, mem ? "dma-buf" : "user-memory", strerror(-ret),
 				   ifq_hint(ret));
+	/* A kernel before rx_buf_len leaves it 0: its buffers are pages. */
+	z->page_size = reg.rx_buf_len ? reg.rx_buf_len : (uint32_t)page;
 	z->ifq_id = reg.zcrx_id;
 	z->area_token = area.rq_area_token;
 	z->rq.khead = (unsigned int *)((char *)z->rq_mem + reg.offsets.head);
@@ -103,6 +127,18 @@ static int zcrx_register(struct devmem_zcrx *z, struct devmem_nic *nic, unsigned
 
 DEVMEM_EXPORT int devmem_zcrx_open(struct devmem_zcrx **out, struct devmem_nic *nic,
 				   unsigned int queue, struct devmem_mem *mem, size_t area_size)
+{
+	return devmem_zcrx_open_page_size(out, nic, queue, mem, area_size, 0);
+}
+
+DEVMEM_EXPORT uint32_t devmem_zcrx_page_size(const struct devmem_zcrx *z)
+{
+	return z->page_size;
+}
+
+DEVMEM_EXPORT int devmem_zcrx_open_page_size(struct devmem_zcrx **out, struct devmem_nic *nic,
+					     unsigned int queue, struct devmem_mem *mem,
+					     size_t area_size, uint32_t page_size)
 {
 	struct io_uring_params p = {
 		.flags = IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
@@ -118,6 +154,14 @@ DEVMEM_EXPORT int devmem_zcrx_open(struct devmem_zcrx **out, struct devmem_nic *
 	if (!area_size || area_size % page)
 		return devmem_fail(-EINVAL, "devmem_zcrx_open: the area size %zu is not a "
 				   "non-zero multiple of the page size", area_size);
+	if (page_size == (uint32_t)page)
+		page_size = 0;	/* the default: kernels before rx_buf_len take it */
+	if (page_size && (page_size < (uint32_t)page || (page_size & (page_size - 1))))
+		return devmem_fail(-EINVAL, "devmem_zcrx_open_page_size: %u is not a power of two "
+				   "of at least the page size (%ld)", page_size, page);
+	if (page_size && area_size % page_size)
+		return devmem_fail(-EINVAL, "devmem_zcrx_open_page_size: the area size %zu is not "
+				   "a multiple of the buffer size %u", area_size, page_size);
 	z = calloc(1, sizeof(*z));
 	if (!z)
 		return devmem_fail(-ENOMEM, "devmem_zcrx_open: out of memory");
@@ -141,7 +185,7 @@ DEVMEM_EXPORT int devmem_zcrx_open(struct devmem_zcrx **out, struct devmem_nic *
 			goto err;
 		}
 	}
-	ret = zcrx_register(z, nic, queue, mem);
+	ret = zcrx_register(z, nic, queue, mem, page_size);
 	if (ret)
 		goto err;
 	*out = z;

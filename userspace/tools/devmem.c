@@ -70,7 +70,7 @@ __attribute__((noreturn)) static void usage(void)
 		"       devmem nic show IFACE [--json]\n"
 		"       devmem rx --iface IFACE --queue Q --port PORT [--bytes N] [--mem KIND]\n"
 		"                 [--size SIZE] [--pattern SEED] [--steer] [--output FILE] [-6]\n"
-		"                 [--zcrx]\n"
+		"                 [--zcrx] [--page-size SIZE]\n"
 		"       devmem tx --iface IFACE --addr ADDR --port PORT [--bytes N] [--mem KIND]\n"
 		"                 [--size SIZE] [--chunk SIZE] [--pattern SEED]\n"
 		"KIND is udmabuf (default), heap, cuda[:GPU], or user (--zcrx only);\n"
@@ -448,7 +448,7 @@ struct xfer_opts {
 	unsigned int queue;
 	int port, v6, steer, have_pattern, zcrx;
 	uint64_t bytes, seed;
-	size_t size, chunk;
+	size_t size, chunk, page_size;
 	struct mem_choice mem;
 };
 
@@ -467,13 +467,14 @@ static void parse_xfer(int argc, char **argv, struct xfer_opts *o, bool rx)
 		{ "steer", no_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "zcrx", no_argument, NULL, 'Z' },
+		{ "page-size", required_argument, NULL, 'P' },
 		{ 0 }
 	};
 	int opt;
 
 	*o = (struct xfer_opts){ .queue = ~0u, .size = 64 << 20, .chunk = 1 << 20 };
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "i:q:a:p:n:m:S:c:s:To:6Z", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:q:a:p:n:m:S:c:s:To:6ZP:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': o->ifname = optarg; break;
 		case 'q': o->queue = parse_uint(optarg, "--queue", 4095); break;
@@ -488,6 +489,7 @@ static void parse_xfer(int argc, char **argv, struct xfer_opts *o, bool rx)
 		case 'o': o->output = optarg; break;
 		case '6': o->v6 = 1; break;
 		case 'Z': o->zcrx = 1; break;
+		case 'P': o->page_size = parse_size(optarg, "--page-size"); break;
 		default: usage();
 		}
 	}
@@ -544,6 +546,7 @@ static uint32_t steer_port(struct devmem_nic *nic, int v6, int port, unsigned in
 
 struct rx_totals {
 	uint64_t bytes, dmabuf_bytes, linear_bytes, frags, bad, first_bad;
+	uint32_t largest;	/* fragment */
 };
 
 static void write_all(int fd, const void *buf, size_t len)
@@ -598,6 +601,8 @@ static void sink_bytes(struct sink *k, const uint8_t *data, uint64_t off, uint32
 	}
 	k->t.bytes += len;
 	k->t.frags++;
+	if (len > k->t.largest)
+		k->t.largest = len;
 	if (dmabuf)
 		k->t.dmabuf_bytes += len;
 	else
@@ -699,16 +704,21 @@ static int cmd_rx(int argc, char **argv)
 		rule = steer_port(nic, o.v6, o.port, o.queue);
 	if (!o.mem.user)
 		k.mem = mem_alloc(o.mem, o.size);
+	if (o.page_size > UINT32_MAX)
+		die("--page-size %zu: at most 4G", o.page_size);
 	if (o.zcrx) {
-		check(devmem_zcrx_open(&z, nic, o.queue, k.mem, o.size), "io_uring zcrx");
-		fprintf(stderr, "%s queue %u: io_uring zero-copy receive into %zu bytes of %s\n",
-			o.ifname, o.queue, k.mem ? devmem_mem_size(k.mem) : o.size,
-			mem_name(o.mem));
+		check(devmem_zcrx_open_page_size(&z, nic, o.queue, k.mem, o.size,
+						 (uint32_t)o.page_size), "io_uring zcrx");
+		fprintf(stderr, "%s queue %u: io_uring zero-copy receive into %zu bytes of %s, "
+			"%u-byte buffers\n", o.ifname, o.queue,
+			k.mem ? devmem_mem_size(k.mem) : o.size, mem_name(o.mem),
+			devmem_zcrx_page_size(z));
 	} else {
-		check(devmem_bind_rx(&binding, nic, k.mem, &o.queue, 1), "bind-rx");
-		fprintf(stderr, "%s queue %u: %zu bytes of %s bound as dmabuf %u\n", o.ifname,
-			o.queue, devmem_mem_size(k.mem), mem_name(o.mem),
-			devmem_binding_id(binding));
+		check(devmem_bind_rx_page_size(&binding, nic, k.mem, &o.queue, 1,
+					       (uint32_t)o.page_size), "bind-rx");
+		fprintf(stderr, "%s queue %u: %zu bytes of %s bound as dmabuf %u, %u-byte buffers\n",
+			o.ifname, o.queue, devmem_mem_size(k.mem), mem_name(o.mem),
+			devmem_binding_id(binding), devmem_binding_page_size(binding));
 	}
 
 	s = listen_accept(o.port, o.v6);
@@ -729,8 +739,9 @@ static int cmd_rx(int argc, char **argv)
 	devmem_nic_close(nic, false);
 
 	printf("received %" PRIu64 " bytes (%" PRIu64 " %s, %" PRIu64 " linear) in %" PRIu64
-	       " fragments, %.1f MB/s", k.t.bytes, k.t.dmabuf_bytes, z ? "zero-copy" : "via dma-buf",
-	       k.t.linear_bytes, k.t.frags, secs > 0 ? k.t.bytes / secs / 1e6 : 0.0);
+	       " fragments (largest %u), %.1f MB/s", k.t.bytes, k.t.dmabuf_bytes,
+	       z ? "zero-copy" : "via dma-buf", k.t.linear_bytes, k.t.frags, k.t.largest,
+	       secs > 0 ? k.t.bytes / secs / 1e6 : 0.0);
 	if (o.have_pattern)
 		printf(", %" PRIu64 " mismatched", k.t.bad);
 	printf("\n");

@@ -28,6 +28,7 @@ expect 2 "--addr is required" tx --iface lo --port 5000
 expect 2 "usage:" rx --iface lo --queue 1
 expect 2 "'12x' is not a size" rx --iface lo --queue 1 --port 1 --size 12x
 expect 2 "'-5' is not a size" rx --iface lo --queue 1 --port 1 --bytes -5
+expect 2 "'16Q' is not a size" rx --iface lo --queue 1 --port 1 --page-size 16Q
 expect 2 "'70000' is not a number from 0 to 65535" rx --iface lo --queue 1 --port 70000
 expect 2 "'gpu' is not udmabuf, heap, cuda\[:GPU\] or user" rx --iface lo --queue 1 --port 1 --mem gpu
 expect 2 "--chunk must be between 1 and --size" tx --iface lo --addr 127.0.0.1 --port 1 --size 1M --chunk 2M
