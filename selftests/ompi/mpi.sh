@@ -28,6 +28,9 @@ export OMPI_MCA_mca_base_component_path=$VMBUILD:/usr/lib/x86_64-linux-gnu/openm
 # 16 MiB here (ompi/tests/mpirun_test.sh goes to 64 MiB on the host); more
 # with DEVTCP_MPI_MAX.
 MAX=${DEVTCP_MPI_MAX:-16777216}
+# Waits for ranks to start and jobs to end stretch by DEVTCP_TIME_SCALE
+# (make check-debug: the debug kernel is several times slower).
+scale=${DEVTCP_TIME_SCALE:-1}
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 
@@ -314,15 +317,15 @@ job_bg() {
 	mpi_run_app 2 67108864 devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
 		--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 &
 	JOB_PID=$!
-	for _ in $(seq 600); do
+	for _ in $(seq $((600 * scale))); do
 		[ "$(grep -c 'by rdpmd, [0-9]*-byte buffers; data port' /tmp/mpi.out 2> /dev/null)" = 2 ] && break
 		sleep 0.2
 	done
-	sleep 5	# into the sizes that take the data links
+	sleep $((5 * scale))	# into the sizes that take the data links
 }
-# job_ends: mpirun exits within 60 s; its status in JOB_RC.
+# job_ends: mpirun exits within 60 s (times the scale); its status in JOB_RC.
 job_ends() {
-	for _ in $(seq 300); do
+	for _ in $(seq $((300 * scale))); do
 		kill -0 $JOB_PID 2> /dev/null || break
 		sleep 0.2
 	done
@@ -336,14 +339,14 @@ job_bg
 victim=$(rank_on ns2)
 check "kill: the rank in ns2 runs (pid ${victim:-none})" test -n "$victim"
 kill -KILL $victim 2> /dev/null
-check "kill: the job ends with an error within 60 s" job_ends
+check "kill: the job ends with an error within $((60 * scale)) s" job_ends
 check "... mpirun's status says so ($JOB_RC)" test "$JOB_RC" != 0
 show
 check "... rdpmd released every binding and rule" within_1s rdpm_idle
 
 job_bg
 check "drain: rdpmctl drains dtb mid-job" /devtcp/rdpm/rdpmctl -s /tmp/rdpm/10.99.0.2.sock drain dtb
-check "drain: the job ends with an error within 60 s" job_ends
+check "drain: the job ends with an error within $((60 * scale)) s" job_ends
 check "... mpirun's status says so ($JOB_RC)" test "$JOB_RC" != 0
 check "... the rank on dtb said why" grep -q "rdpmd took the dma-buf's binding on dtb away (event 3: drained by an administrator)" /tmp/mpi.out
 show
