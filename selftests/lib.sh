@@ -35,6 +35,10 @@ fail() {
 	exit $KSFT_FAIL
 }
 
+# phase WHAT: marks the kernel log, so that a report that comes later (a
+# page pool stalled for a minute) names the part of the test it began in.
+phase() { echo "devtcp-test: phase $*" > /dev/kmsg 2> /dev/null || true; }
+
 # Ends the test: pass if no check failed.
 finish() {
 	[ "$fails" = 0 ] && exit $KSFT_PASS
@@ -80,6 +84,7 @@ devtcp_pair() {
 # its device went is a leak: a failed check, with the sockets left.
 teardown() {
 	local ns dev held i
+	phase "teardown of $*"
 	for ns; do
 		for ((i = 0; i < 50; i++)); do
 			[ -z "$(ip netns exec "$ns" ss -Htan | awk '$1 != "LISTEN" && $1 != "TIME-WAIT"')" ] &&

@@ -39,4 +39,10 @@ if grep -q 'kernel problem: .*WARNING: devtcp_harness_warn.c:12' <<< "$out" &&
 else
 	echo "FAIL: excerpt:"; printf '%s\n' "$out"; fails=$((fails + 1))
 fi
+out=$($kcheck --since "$m" < logs/pool-stall-tests.log)
+if grep -q 'destroyed at about 377 s, during selftests/ompi/mpi.sh (teardown of ns1 ns2)' <<< "$out"; then
+	echo "ok: a stalled pool names the test and phase it was destroyed in"
+else
+	echo "FAIL: no test named for the stalled pool:"; printf '%s\n' "$out"; fails=$((fails + 1))
+fi
 [ $fails = 0 ]

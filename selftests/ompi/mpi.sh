@@ -39,6 +39,7 @@ devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 mpi_run_app() {
 	local np=$1 max=$2 btl=$3 app=$4 per=$(($1 / 2))
 	shift 4
+	phase "${app##*/}, $np ranks, btl $btl $*"
 	# shellcheck disable=SC2086
 	ip netns exec ns1 unshare --uts sh -c 'hostname 10.99.0.1 && exec "$@"' sh \
 		timeout 900 mpirun --host "10.99.0.1:$per,10.99.0.2:$per" -np "$np" \
@@ -272,6 +273,7 @@ UDMABUF_MODE=$(stat -c %a /dev/udmabuf)
 chmod 666 /dev/udmabuf	# as a site's udev rule would let users make udmabufs
 # user_job [MCA ARGS...]: 2 ranks of mpi_check as uid 1000, one per namespace.
 user_job() {
+	phase "mpi_check as uid 1000 $*"
 	$NSENTER --net=/run/netns/ns1 --uts=/run/uts/ns1 -S 1000 -G 1000 \
 		env -i PATH=/usr/bin:/bin HOME=/tmp/u1000 DEVTCP_NSENTER=$NSENTER \
 		OMPI_MCA_mca_base_component_path="$OMPI_MCA_mca_base_component_path" \
@@ -338,6 +340,7 @@ rdpm_idle() { for ns in ns1 ns2; do nothing_left $ns $([ $ns = ns1 ] && echo dta
 job_bg
 victim=$(rank_on ns2)
 check "kill: the rank in ns2 runs (pid ${victim:-none})" test -n "$victim"
+phase "rank in ns2 killed"
 kill -KILL $victim 2> /dev/null
 check "kill: the job ends with an error within $((60 * scale)) s" job_ends
 check "... mpirun's status says so ($JOB_RC)" test "$JOB_RC" != 0
@@ -345,6 +348,7 @@ show
 check "... rdpmd released every binding and rule" within_1s rdpm_idle
 
 job_bg
+phase "dtb drained by rdpmctl"
 check "drain: rdpmctl drains dtb mid-job" /devtcp/rdpm/rdpmctl -s /tmp/rdpm/10.99.0.2.sock drain dtb
 check "drain: the job ends with an error within $((60 * scale)) s" job_ends
 check "... mpirun's status says so ($JOB_RC)" test "$JOB_RC" != 0
