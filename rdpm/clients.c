@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rdpmd's clients: who they are and may use, their requests (HELLO,
- * REGISTER, STEER, UNSTEER, UNREGISTER, WINDOW, STATUS, DRAIN, RELOAD) and replies,
- * and the bindings and flows they own, released when they go.
+ * REGISTER, JOIN, STEER, UNSTEER, UNREGISTER, WINDOW, STATUS, DRAIN, RELOAD)
+ * and replies, and the bindings and flows they own, released when they go.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "proto.h"
 #include "rdpmd.h"
@@ -23,13 +24,32 @@
 
 struct client;
 
+/*
+ * A user's shared buffer on a NIC (JOIN): a dma-buf rdpmd allocated and
+ * bound once; its members are bindings of their own that point here.
+ */
+struct shared {
+	struct shared *next;
+	struct rdpm_nic *n;
+	uid_t uid;
+	unsigned int shift;		/* the request's page shift (0: page size) */
+	struct devmem_mem *mem;
+	struct devmem_binding *b;
+	unsigned int nq, q[RDPM_MAX_QUEUES];
+	unsigned int members;
+	uint64_t admitted;		/* the members' shares */
+};
+
+/* A client's buffer: a dma-buf of its own (REGISTER) or a share (JOIN). */
 struct binding {
 	struct binding *next;
 	uint32_t handle;
 	struct client *c;
 	struct rdpm_nic *n;
-	struct devmem_mem *mem;
-	struct devmem_binding *b;
+	struct devmem_mem *mem;		/* NULL for a share */
+	struct devmem_binding *b;	/* NULL for a share */
+	struct shared *sh;		/* a share: of this buffer */
+	uint64_t share;
 	unsigned int nq, q[RDPM_MAX_QUEUES];
 	dev_t dev;
 	ino_t ino;
@@ -59,6 +79,7 @@ struct client {
 
 
 static struct client *clients;
+static struct shared *shareds;
 static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
@@ -155,6 +176,29 @@ static void flow_remove(struct flow *f)
 	free(f);
 }
 
+/* A member leaves its shared buffer; the last one unbinds it. */
+static void shared_leave(struct binding *b)
+{
+	struct shared *sh = b->sh, **pp;
+
+	sh->members--;
+	sh->admitted -= b->share;
+	rdpm_log(LOG_INFO, "%s: pid %d left the shared buffer of uid %u (handle %u); %u "
+		 "member(s) left", sh->n->conf.name, b->c->pid, sh->uid, b->handle, sh->members);
+	if (sh->members)
+		return;
+	for (pp = &shareds; *pp != sh; pp = &(*pp)->next)
+		;
+	*pp = sh->next;
+	devmem_unbind(sh->b);
+	devmem_mem_free(sh->mem);
+	for (unsigned int i = 0; i < sh->nq; i++)
+		sh->n->bound[sh->q[i] - sh->n->first] = false;
+	rdpm_log(LOG_INFO, "%s: the shared buffer of uid %u unbound: its last member left",
+		 sh->n->conf.name, sh->uid);
+	free(sh);
+}
+
 static void binding_remove(struct binding *b)
 {
 	struct binding **pp;
@@ -168,12 +212,16 @@ static void binding_remove(struct binding *b)
 	for (pp = &bindings; *pp != b; pp = &(*pp)->next)
 		;
 	*pp = b->next;
-	devmem_unbind(b->b);
-	devmem_mem_free(b->mem);
-	for (unsigned int i = 0; i < b->nq; i++)
-		b->n->bound[b->q[i] - b->n->first] = false;
-	rdpm_log(LOG_INFO, "%s: binding %u of pid %d unbound", b->n->conf.name, b->handle,
-		 b->c->pid);
+	if (b->sh) {
+		shared_leave(b);
+	} else {
+		devmem_unbind(b->b);
+		devmem_mem_free(b->mem);
+		for (unsigned int i = 0; i < b->nq; i++)
+			b->n->bound[b->q[i] - b->n->first] = false;
+		rdpm_log(LOG_INFO, "%s: binding %u of pid %d unbound", b->n->conf.name,
+			 b->handle, b->c->pid);
+	}
 	free(b);
 }
 
@@ -226,7 +274,8 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 	send_msg(c, RDPM_HELLO | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
 }
 
-/* Refuses a dma-buf registered already, or one over the client's quotas. */
+/* Refuses a dma-buf registered already (@st; NULL for a share), or @size
+ * more bytes over the client's quotas. */
 static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
 			  const struct stat *st, uint64_t size)
 {
@@ -234,14 +283,14 @@ static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdp
 	uint64_t used = 0;
 
 	for (struct binding *it = bindings; it; it = it->next) {
-		if (it->dev == st->st_dev && it->ino == st->st_ino)
+		if (st && !it->sh && it->dev == st->st_dev && it->ino == st->st_ino)
 			return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already registered "
 					 "(handle %u%s)", it->handle,
 					 it->c == c ? "" : ", by another client");
 		if (it->c == c) {
 			nb++;
 			if (it->n == n)
-				used += devmem_mem_size(it->mem);
+				used += it->sh ? it->share : devmem_mem_size(it->mem);
 		}
 	}
 	if (nb >= MAX_BINDINGS_PER_CLIENT)
@@ -349,6 +398,167 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 	}
 }
 
+/* The user's shared buffer on @n with buffers of 2^@shift bytes, made and
+ * bound on first use; NULL after an error reply. */
+static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
+				 struct rdpm_nic *n, unsigned int shift)
+{
+	unsigned int want = n->conf.queues_per_binding ? n->conf.queues_per_binding :
+			    n->conf.reserve;
+	struct shared *sh;
+	int err;
+
+	for (sh = shareds; sh; sh = sh->next)
+		if (sh->n == n && sh->uid == c->uid && sh->shift == shift)
+			return sh;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh) {
+		reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (unsigned int i = 0; i < n->conf.reserve && sh->nq < want; i++)
+		if (!n->bound[i])
+			sh->q[sh->nq++] = n->first + i;
+	if (sh->nq < want) {
+		reply_err(c, &m->hdr, -EBUSY, "%s: a shared buffer wants %u reserved queue(s), "
+			  "%u of %u are free (others are bound to other buffers)", n->conf.name,
+			  want, sh->nq, n->conf.reserve);
+		free(sh);
+		return NULL;
+	}
+	/* Buffers over a page need chunks that size, which a heap's are. */
+	if (shift && (1ul << shift) > (unsigned long)sysconf(_SC_PAGESIZE))
+		err = devmem_mem_heap(&sh->mem, NULL, n->conf.shared_bytes);
+	else
+		err = devmem_mem_udmabuf(&sh->mem, n->conf.shared_bytes, 0);
+	if (!err)
+		err = devmem_bind_rx_page_size(&sh->b, n->nic, sh->mem, sh->q, sh->nq,
+					       shift ? 1u << shift : 0);
+	if (err) {
+		reply_err(c, &m->hdr, err, "the shared buffer of %llu bytes (shared_bytes of "
+			  "[nic %s]): %s", (unsigned long long)n->conf.shared_bytes, n->conf.name,
+			  devmem_last_error());
+		devmem_mem_free(sh->mem);
+		free(sh);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < sh->nq; i++)
+		n->bound[sh->q[i] - n->first] = true;
+	sh->n = n;
+	sh->uid = c->uid;
+	sh->shift = shift;
+	sh->next = shareds;
+	shareds = sh;
+	rdpm_log(LOG_INFO, "%s: shared buffer of uid %u: %zu bytes bound as dmabuf %u to "
+		 "queue(s) %u-%u, %u-byte buffers", n->conf.name, c->uid,
+		 devmem_mem_size(sh->mem), devmem_binding_id(sh->b), sh->q[0], sh->q[sh->nq - 1],
+		 devmem_binding_page_size(sh->b));
+	return sh;
+}
+
+static void send_join_reply(struct client *c, const struct rdpm_msg *m, struct binding *b)
+{
+	struct {
+		struct rdpm_hdr h;
+		struct rdpm_join_reply r;
+	} msg = {
+		.h = { .magic = RDPM_MAGIC, .version = RDPM_VERSION,
+		       .type = RDPM_JOIN | RDPM_REPLY, .length = sizeof(msg), .id = m->hdr.id },
+		.r = { .handle = b->handle, .dmabuf_id = devmem_binding_id(b->sh->b),
+		       .nqueues = b->nq, .members = b->sh->members,
+		       .size = devmem_mem_size(b->sh->mem) },
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl = { 0 };
+	struct iovec iov = { &msg, sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int fd = devmem_mem_fd(b->sh->mem);
+
+	memcpy(msg.r.queues, b->q, sizeof(msg.r.queues));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (c->dead)
+		return;
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		rdpm_log(LOG_WARNING, "client pid %d uid %u: cannot send (%m): disconnecting",
+			 c->pid, c->uid);
+		c->dead = true;
+	}
+}
+
+/*
+ * A share of the user's shared buffer on a NIC: the ranks of a job on one
+ * host receive into one dma-buf bound once, instead of one binding (and
+ * reserved queue) each. Shares are admitted while they fit in the buffer.
+ */
+static void do_join(struct client *c, const struct rdpm_msg *m)
+{
+	const struct rdpm_join *j = &m->u.join;
+	unsigned int shift = j->flags & RDPM_REGISTER_PAGE_SHIFT;
+	struct rdpm_nic *n = nic_by_name(j->ifname);
+	struct shared *sh;
+	struct binding *b;
+
+	if (!n)
+		return (void)reply_err(c, &m->hdr, -ENODEV, "%s is not a NIC rdpmd manages "
+					"(see its configuration)", j->ifname);
+	if (!may_use(c, &n->conf))
+		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not use %s (users/groups "
+					"of [nic %s] in %s)", c->uid, j->ifname, j->ifname,
+					rdpmd.conf_path);
+	if (!n->conf.shared_bytes)
+		return (void)reply_err(c, &m->hdr, -EOPNOTSUPP, "%s has no shared buffers "
+					"(shared_bytes 0 in [nic %s])", j->ifname, j->ifname);
+	if (j->bytes > n->conf.shared_bytes)
+		return (void)reply_err(c, &m->hdr, -EINVAL, "a share of %llu bytes is more than "
+					"the %llu-byte shared buffer (shared_bytes of [nic %s])",
+					(unsigned long long)j->bytes,
+					(unsigned long long)n->conf.shared_bytes, j->ifname);
+	if (!n->nic)
+		return (void)reply_err(c, &m->hdr, -ENODEV, "%s is absent or could not be set "
+					"up (see rdpmd's log)", j->ifname);
+	if (!n->up)
+		return (void)reply_err(c, &m->hdr, -ENETDOWN, "%s is down", j->ifname);
+	if (register_quota(c, m, n, NULL, j->bytes))
+		return;
+	for (sh = shareds; sh; sh = sh->next)
+		if (sh->n == n && sh->uid == c->uid && sh->shift == shift &&
+		    sh->admitted + j->bytes > devmem_mem_size(sh->mem))
+			return (void)reply_err(c, &m->hdr, -EDQUOT, "the shared buffer of uid "
+						"%u on %s holds %zu bytes, %llu of them shared by "
+						"%u client(s): %llu more do not fit", c->uid,
+						j->ifname, devmem_mem_size(sh->mem),
+						(unsigned long long)sh->admitted, sh->members,
+						(unsigned long long)j->bytes);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+	sh = shared_get(c, m, n, shift);
+	if (!sh)
+		return free(b);
+	sh->members++;
+	sh->admitted += j->bytes;
+	b->sh = sh;
+	b->share = j->bytes;
+	b->nq = sh->nq;
+	memcpy(b->q, sh->q, sizeof(b->q));
+	b->handle = new_id(&next_handle);
+	b->c = c;
+	b->n = n;
+	b->next = bindings;
+	bindings = b;
+	rdpm_log(LOG_INFO, "%s: pid %d uid %u joined the shared buffer, dmabuf %u (handle %u, "
+		 "share %llu bytes; %u member(s))", n->conf.name, c->pid, c->uid,
+		 devmem_binding_id(sh->b), b->handle, (unsigned long long)b->share, sh->members);
+	send_join_reply(c, m, b);
+}
+
 static struct binding *own_binding(struct client *c, uint32_t handle)
 {
 	for (struct binding *b = bindings; b; b = b->next)
@@ -447,7 +657,12 @@ static void do_window(struct client *c, const struct rdpm_msg *m, int fd)
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
 					"client", w->handle);
-	if (w->bytes > devmem_mem_size(b->mem))
+	if (b->sh && w->bytes > b->share)
+		return (void)reply_err(c, &m->hdr, -EINVAL, "a share of %llu bytes is more than "
+					"the %llu bytes of the shared buffer that JOIN admitted "
+					"(handle %u)", (unsigned long long)w->bytes,
+					(unsigned long long)b->share, w->handle);
+	if (!b->sh && w->bytes > devmem_mem_size(b->mem))
 		return (void)reply_err(c, &m->hdr, -EINVAL, "a share of %llu bytes is more than "
 					"the %zu-byte dma-buf of buffer %u",
 					(unsigned long long)w->bytes, devmem_mem_size(b->mem),
@@ -536,21 +751,25 @@ static void status_text(struct buf *o, bool json)
 		for (struct binding *b = bindings; b; b = b->next) {
 			if (b->n != n)
 				continue;
+			struct devmem_binding *db = b->sh ? b->sh->b : b->b;
+			uint64_t bytes = b->sh ? b->share : devmem_mem_size(b->mem);
+
 			if (json) {
 				bprintf(o, "%s{\"handle\": %u, \"pid\": %d, \"uid\": %u, "
-					"\"dmabuf_id\": %u, \"bytes\": %zu, \"page_size\": %u, "
-					"\"queues\": [",
+					"\"dmabuf_id\": %u, \"bytes\": %llu, \"shared\": %s, "
+					"\"page_size\": %u, \"queues\": [",
 					nb ? ", " : "", b->handle, b->c->pid, b->c->uid,
-					devmem_binding_id(b->b), devmem_mem_size(b->mem),
-					devmem_binding_page_size(b->b));
+					devmem_binding_id(db), (unsigned long long)bytes,
+					b->sh ? "true" : "false", devmem_binding_page_size(db));
 				for (unsigned int q = 0; q < b->nq; q++)
 					bprintf(o, "%s%u", q ? ", " : "", b->q[q]);
 				bprintf(o, "], \"flows\": [");
 			} else {
-				bprintf(o, "  binding %u: pid %d uid %u dmabuf %u, %zu bytes in "
+				bprintf(o, "  binding %u: pid %d uid %u dmabuf %u, %llu bytes%s in "
 					"%u-byte buffers, queues", b->handle, b->c->pid, b->c->uid,
-					devmem_binding_id(b->b), devmem_mem_size(b->mem),
-					devmem_binding_page_size(b->b));
+					devmem_binding_id(db), (unsigned long long)bytes,
+					b->sh ? " (a share of the user's shared buffer)" : "",
+					devmem_binding_page_size(db));
 				for (unsigned int q = 0; q < b->nq; q++)
 					bprintf(o, " %u", b->q[q]);
 				bprintf(o, "\n");
@@ -738,6 +957,7 @@ static void client_read(struct client *c)
 		case RDPM_DRAIN: do_drain(c, &m); break;
 		case RDPM_RELOAD: do_reload(c, &m); break;
 		case RDPM_WINDOW: do_window(c, &m, fds[0]); break;
+		case RDPM_JOIN: do_join(c, &m); break;
 		}
 	}
 	/* The daemon keeps no client fd: a binding holds its own dup. */

@@ -140,6 +140,7 @@ static void nic_defaults(struct rdpm_nic_conf *n)
 	n->reserve = 2;
 	n->max_rules = 64;
 	n->max_bytes = 1ull << 30;
+	n->shared_bytes = 256ull << 20;
 }
 
 int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t errlen)
@@ -251,6 +252,11 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 			if (!parse_u64(val, UINT64_MAX, &u, true))
 				return fail(err, errlen, lineno, "max_bytes: a size such as 512M or 4G");
 			nic->max_bytes = u;
+		} else if (!strcmp(key, "shared_bytes")) {
+			if (!parse_u64(val, UINT64_MAX, &u, true))
+				return fail(err, errlen, lineno, "shared_bytes: a size such as 256M, "
+					    "or 0 for no shared buffer");
+			nic->shared_bytes = u;
 		} else if (!strcmp(key, "users") || !strcmp(key, "low_port_users")) {
 			if (!parse_ids(val, key[0] == 'u' ? &nic->users : &nic->low_port_users, false))
 				return fail(err, errlen, lineno, "%s: unknown user or too many", key);

@@ -24,6 +24,7 @@ struct rdpm_nic_conf {
 	unsigned int queues_per_binding; /* 0: all reserved queues */
 	unsigned int max_rules;		/* per client on this NIC */
 	uint64_t max_bytes;		/* bound memory per client on this NIC */
+	uint64_t shared_bytes;		/* each user's shared buffer (JOIN); 0: none */
 	struct rdpm_idlist users, groups;	/* who may use it */
 	struct rdpm_idlist low_port_users;	/* who may steer local ports < 1024 */
 };

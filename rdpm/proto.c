@@ -50,6 +50,7 @@ static const size_t body_size[RDPM_TYPE_MAX + 1] = {
 	[RDPM_DRAIN] = sizeof(struct rdpm_drain),
 	[RDPM_RELOAD] = 0,
 	[RDPM_WINDOW] = sizeof(struct rdpm_window),
+	[RDPM_JOIN] = sizeof(struct rdpm_join),
 };
 
 #define FAIL(e, w) do { *why = (w); return (e); } while (0)
@@ -135,6 +136,18 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 	case RDPM_DRAIN:
 		if (!rdpm_ifname_ok(m->u.drain.ifname, sizeof(m->u.drain.ifname)))
 			FAIL(-EINVAL, "DRAIN: bad interface name");
+		break;
+	case RDPM_JOIN:
+		if (!rdpm_ifname_ok(m->u.join.ifname, sizeof(m->u.join.ifname)))
+			FAIL(-EINVAL, "JOIN: bad interface name");
+		if (m->u.join.flags & ~RDPM_REGISTER_PAGE_SHIFT)
+			FAIL(-EINVAL, "JOIN: unknown flags");
+		if ((m->u.join.flags & RDPM_REGISTER_PAGE_SHIFT) > 31)
+			FAIL(-EINVAL, "JOIN: page shift over 31");
+		if (m->u.join.pad)
+			FAIL(-EINVAL, "JOIN: non-zero padding");
+		if (!m->u.join.bytes)
+			FAIL(-EINVAL, "JOIN: a share of 0 bytes");
 		break;
 	case RDPM_WINDOW:
 		if (!m->u.window.handle)

@@ -18,6 +18,7 @@ struct rdpm_msg {
 		struct rdpm_status status;
 		struct rdpm_drain drain;
 		struct rdpm_window window;
+		struct rdpm_join join;
 	} u;
 };
 

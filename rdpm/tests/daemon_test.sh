@@ -25,6 +25,9 @@ socket = $tmp/rdpm.sock
 state_dir = $tmp/state
 [nic dtb]
 users = *
+[nic dtz]
+users = *
+shared_bytes = 0
 CONF
 fails=0
 check() {
@@ -35,7 +38,7 @@ check() {
 "$tmp/rdpmd" -c "$tmp/rdpm.conf" 2> "$tmp/log" &
 pid=$!
 for _ in $(seq 50); do grep -q "<6>ready" "$tmp/log" && break; sleep 0.1; done
-check "rdpmd starts without its NIC" grep -q "<6>ready: 0 of 1 NIC" "$tmp/log"
+check "rdpmd starts without its NICs" grep -q "<6>ready: 0 of 2 NIC" "$tmp/log"
 check "... saying why" grep -q "^<3>dtb: .*no such interface" "$tmp/log"
 "$tmp/rdpm_client" malformed > "$tmp/out" 2>&1
 check "every malformed message gets an error reply" test $? = 0
@@ -47,6 +50,13 @@ else
 	# Not counted as a pass: the VM tests register real buffers.
 	echo "SKIP: registering on the absent NIC: no /dev/udmabuf on this host"
 fi
+out=$("$tmp/rdpm_client" join dtb 1048576 2>&1)
+check "a share on the absent NIC is refused (exit 3)" test $? = 3
+check "... saying why" grep -q "dtb is absent" <<< "$out"
+out=$("$tmp/rdpm_client" join dtz 1048576 2>&1)
+check "a share on a NIC without shared buffers is refused" grep -q "dtz has no shared buffers (shared_bytes 0 in \[nic dtz\])" <<< "$out"
+out=$("$tmp/rdpm_client" join dtb $((1 << 40)) 2>&1)
+check "a share larger than the shared buffer is refused" grep -q "a share of 1099511627776 bytes is more than the 268435456-byte shared buffer" <<< "$out"
 check "rdpmctl status --json" python3 -c "
 import json, sys
 d = json.loads(sys.stdin.read())

@@ -18,19 +18,19 @@ int main(void)
 	r = rdpm_conf_parse("# comment\n[global]\nsocket = /tmp/x.sock\nadmin_users = 0, 7\n"
 			    "max_clients = 5\n\n[nic eth1]\nreserve = 4\nqueues_per_binding = 2\n"
 			    "users = root, 1000\ngroups = 0\nmax_rules = 3\nmax_bytes = 2G\n"
-			    "low_port_users = *\n[nic eth2]\n", &c, err, sizeof(err));
+			    "shared_bytes = 0\nlow_port_users = *\n[nic eth2]\n", &c, err, sizeof(err));
 	CHECK(r == 0, "full: %s", err);
 	CHECK(!strcmp(c.socket, "/tmp/x.sock") && c.max_clients == 5, "global");
 	CHECK(rdpm_idlist_has(&c.admin_users, 7) && !rdpm_idlist_has(&c.admin_users, 8), "admins");
 	n = rdpm_conf_nic(&c, "eth1");
 	CHECK(n && n->reserve == 4 && n->queues_per_binding == 2 && n->max_rules == 3 &&
-	      n->max_bytes == 2ull << 30, "nic keys");
+	      n->max_bytes == 2ull << 30 && n->shared_bytes == 0, "nic keys");
 	CHECK(n && rdpm_idlist_has(&n->users, 0) && rdpm_idlist_has(&n->users, 1000) &&
 	      !rdpm_idlist_has(&n->users, 1001), "users");
 	CHECK(n && rdpm_idlist_has(&n->low_port_users, 12345), "*");
 	n = rdpm_conf_nic(&c, "eth2");
 	CHECK(n && n->reserve == 2 && n->max_rules == 64 && n->max_bytes == 1ull << 30 &&
-	      !n->users.n && !n->users.any, "nic defaults");
+	      n->shared_bytes == 256ull << 20 && !n->users.n && !n->users.any, "nic defaults");
 
 	static const struct {
 		const char *text, *msg;
@@ -41,6 +41,7 @@ int main(void)
 		{ "[nic eth1]\nreserve = x\n", "line 2: reserve" },
 		{ "[nic eth1]\nmax_bytes = 5Q\n", "line 2: max_bytes" },
 		{ "[nic eth1]\nmax_bytes = 99999999999999999999\n", "line 2: max_bytes" },
+		{ "[nic eth1]\nshared_bytes = 1X\n", "line 2: shared_bytes" },
 		{ "[nic eth1]\nusers = no-such-user-here\n", "line 2: users" },
 		{ "[nic eth1]\n[nic eth1]\n", "line 2: [nic eth1] appears twice" },
 		{ "[nic a/b]\n", "line 1: bad interface name" },

@@ -168,5 +168,32 @@ int main(void)
 	win = (struct rdpm_window){ .handle = 1, .bytes = 0 };
 	len = mk(&p, RDPM_WINDOW, &win, sizeof(win));
 	CHECK(parse(&p, len, 1, &m) == -EINVAL, "window of 0 bytes");
+
+	/* JOIN: no fd (rdpmd sends one back), a share, known flags only. */
+	struct rdpm_join join = { .ifname = "eth1", .flags = 14, .bytes = 1 << 20 };
+
+	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+	CHECK(parse(&p, len, 0, &m) == 0 && m.u.join.bytes == 1 << 20 && m.u.join.flags == 14,
+	      "join");
+	CHECK(parse(&p, len, 1, &m) == -EINVAL, "join with an fd attached");
+	CHECK(parse(&p, len - 1, 0, &m) == -EPROTO, "join cut short");
+	join.bytes = 0;
+	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join: a share of 0 bytes");
+	join.bytes = 1;
+	join.pad = 1;
+	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join padding");
+	join.pad = 0;
+	join.flags = 32;
+	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join page shift over 31");
+	join.flags = 1u << 6;
+	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join unknown flag");
+	join.flags = 0;
+	memcpy(join.ifname, "eth1\0x", 7);
+	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join: bytes after the name's NUL");
 	return check_done("t_proto");
 }

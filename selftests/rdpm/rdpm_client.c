@@ -6,6 +6,10 @@
  *   rdpm_client recv IFACE PORT BYTES SEED   register a udmabuf, steer tcp4 PORT to it,
  *                                            receive one stream with devmem RX, validate
  *   rdpm_client recv6 IFACE PORT BYTES SEED  the same over IPv6 (tcp6 to fd99::2 PORT)
+ *   rdpm_client shared IFACE PORT BYTES SEED SHARE  the same (tcp4) in a share of SHARE
+ *                                            bytes of the user's shared buffer (JOIN)
+ *   rdpm_client join IFACE SHARE             join only, print the buffer, wait for a
+ *                                            signal; exit 3 when refused
  *   rdpm_client hold IFACE PORT              register + steer, print ids, wait for a signal
  *   rdpm_client steal IFACE PORT HANDLE FLOW  steer PORT (taken), use HANDLE/FLOW (not ours)
  *   rdpm_client register IFACE               register only
@@ -74,6 +78,19 @@ static struct rdpm_client *setup(const char *ifname, struct devmem_mem **mem,
 	return c;
 }
 
+/* A share of @size bytes of the user's shared buffer instead. */
+static struct rdpm_client *setup_shared(const char *ifname, struct devmem_mem **mem,
+					struct rdpm_buffer *b, size_t size)
+{
+	struct rdpm_client *c;
+
+	if (rdpm_connect(&c, sock_path))
+		die("connect");
+	if (rdpm_join_shared(c, ifname, size, 0, mem, b))
+		die("join");
+	return c;
+}
+
 /* Steers tcp4 @port to @b, or exits; returns the queue, sets *fid. */
 static unsigned int steer(struct rdpm_client *c, const struct rdpm_buffer *b,
 			  unsigned int port, uint32_t *fid)
@@ -88,27 +105,29 @@ static unsigned int steer(struct rdpm_client *c, const struct rdpm_buffer *b,
 
 /* rdpmd limits the window (past rmem_max for any uid); it refuses a share
  * larger than the buffer and a file that is not a TCP socket. */
-static void limit_window(struct rdpm_client *c, uint32_t handle, int s)
+static void limit_window(struct rdpm_client *c, uint32_t handle, int s, size_t size)
 {
 	int w, buf = 0, pipefd[2];
 	socklen_t l = sizeof(buf);
 
-	if (rdpm_limit_window(c, handle, s, 2 * BUF_SIZE) != -EINVAL)
+	if (rdpm_limit_window(c, handle, s, 2 * size) != -EINVAL)
 		die("window: a share larger than the buffer was not refused");
 	fprintf(stderr, "refused as it should be: %s\n", devmem_last_error());
-	if (pipe(pipefd) || rdpm_limit_window(c, handle, pipefd[0], BUF_SIZE) != -ENOTSOCK)
+	if (pipe(pipefd) || rdpm_limit_window(c, handle, pipefd[0], size) != -ENOTSOCK)
 		die("window: a pipe was not refused");
 	fprintf(stderr, "refused as it should be: %s\n", devmem_last_error());
 	close(pipefd[0]);
 	close(pipefd[1]);
-	w = rdpm_limit_window(c, handle, s, BUF_SIZE);
+	w = rdpm_limit_window(c, handle, s, size);
 	if (w < 0)
 		die("window");
 	getsockopt(s, SOL_SOCKET, SO_RCVBUF, &buf, &l);
 	fprintf(stderr, "window limited to %d bytes, receive buffer %d bytes\n", w, buf);
 }
 
-static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64_t seed, int v6)
+/* @share: 0 for a buffer of our own, else a share of that many bytes. */
+static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64_t seed, int v6,
+		   size_t share)
 {
 	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -118,7 +137,9 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 	struct devmem_mem *mem;
 	struct rdpm_buffer b;
 	struct devmem_rx *rx;
-	struct rdpm_client *c = setup(ifname, &mem, &b, BUF_SIZE);
+	size_t size = share ? share : BUF_SIZE;
+	struct rdpm_client *c = share ? setup_shared(ifname, &mem, &b, size) :
+					setup(ifname, &mem, &b, size);
 	unsigned int queue;
 	uint32_t fid;
 	int ls, s, one = 1;
@@ -137,7 +158,7 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 	s = accept(ls, NULL, NULL);
 	if (s < 0 || devmem_rx_open(&rx, s, 0))
 		die("accept/rx");
-	limit_window(c, b.handle, s);
+	limit_window(c, b.handle, s, size);
 	while (off < total) {
 		ssize_t n = devmem_rx_recv(rx, 0);
 		struct devmem_frag f;
@@ -201,6 +222,24 @@ static int do_hold(const char *ifname, unsigned int port)
 			fflush(stdout);
 		}
 	}
+}
+
+static int do_join(const char *ifname, size_t share)
+{
+	struct devmem_mem *mem;
+	struct rdpm_buffer b;
+	struct rdpm_client *c;
+
+	if (rdpm_connect(&c, sock_path))
+		die("connect");
+	if (rdpm_join_shared(c, ifname, share, 0, &mem, &b)) {
+		printf("refused: %s\n", devmem_last_error());
+		return 3;
+	}
+	printf("joined handle %u dmabuf %u queues %u-%u size %zu\n", b.handle, b.dmabuf_id,
+	       b.queues[0], b.queues[b.nqueues - 1], devmem_mem_size(mem));
+	pause();
+	return 0;
 }
 
 /* @what must fail with @err. */
@@ -495,7 +534,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 6 && (!strcmp(argv[1], "recv") || !strcmp(argv[1], "recv6")))
 		return do_recv(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0),
-			       strtoull(argv[5], NULL, 0), !strcmp(argv[1], "recv6"));
+			       strtoull(argv[5], NULL, 0), !strcmp(argv[1], "recv6"), 0);
+	if (argc == 7 && !strcmp(argv[1], "shared"))
+		return do_recv(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0),
+			       strtoull(argv[5], NULL, 0), 0, strtoull(argv[6], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "join"))
+		return do_join(argv[2], strtoull(argv[3], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "hold"))
 		return do_hold(argv[2], atoi(argv[3]));
 	if (argc == 6 && !strcmp(argv[1], "steal"))

@@ -552,6 +552,17 @@ int rdpm_register_buffer(struct rdpm_client *c, const char *ifname, struct devme
 int rdpm_register_buffer_page_size(struct rdpm_client *c, const char *ifname,
 				   struct devmem_mem *mem, unsigned int nqueues, uint32_t page_size,
 				   struct rdpm_buffer *out);
+/*
+ * A share of @bytes of the user's shared buffer on @ifname, with receive
+ * buffers of @page_size (0: the page size): one dma-buf per NIC, user and
+ * buffer size, which rdpmd allocates and binds once for all processes of
+ * that user (the ranks of a job on one host), in *@mem, mapped for the CPU;
+ * free it after rdpm_unregister() or rdpm_close(). @out as for
+ * rdpm_register_buffer(); rdpm_limit_window() takes at most @bytes. With no
+ * daemon (in-process), a buffer of @bytes of the process's own.
+ */
+int rdpm_join_shared(struct rdpm_client *c, const char *ifname, size_t bytes,
+		     uint32_t page_size, struct devmem_mem **mem, struct rdpm_buffer *out);
 /* Steers @flow to the least-loaded queue of buffer @handle: the queue in
  * @queue, the flow's id (for rdpm_unsteer()) in @flow_id. */
 int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,

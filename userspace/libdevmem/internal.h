@@ -21,6 +21,8 @@
 int devmem_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, appending ": strerror(-err)". */
 int devmem_fail_errno(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A dma-buf fd from elsewhere, mapped for the CPU (the fd is duplicated). */
+int devmem_mem_import_mapped(struct devmem_mem **out, int fd);
 
 /* rx.c: token batches for SO_DEVMEM_DONTNEED, and the cmsg walk. */
 #include <sys/socket.h>

@@ -322,6 +322,20 @@ DEVMEM_EXPORT int devmem_mem_import(struct devmem_mem **out, int fd)
 	return new_mem(out, DEVMEM_MEM_IMPORT, dup_fd, size, false);
 }
 
+/* An imported dma-buf the CPU reads: one rdpmd shares (rdpm_join_shared). */
+int devmem_mem_import_mapped(struct devmem_mem **out, int fd)
+{
+	off_t size = lseek(fd, 0, SEEK_END);
+	int dup_fd;
+
+	if (size <= 0)
+		return devmem_fail_errno(size ? -errno : -EINVAL, "dma-buf fd %d: its size", fd);
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup_fd < 0)
+		return devmem_fail_errno(-errno, "dma-buf fd %d: dup", fd);
+	return new_mem(out, DEVMEM_MEM_IMPORT, dup_fd, size, true);
+}
+
 DEVMEM_EXPORT void devmem_mem_free(struct devmem_mem *mem)
 {
 	if (!mem)

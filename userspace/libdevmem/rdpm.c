@@ -48,6 +48,7 @@ struct rdpm_client {
 	struct local_flow *lf;
 	unsigned int nlf, caplf;
 	uint32_t next_flow;
+	int passed_fd;			/* came with the last reply (JOIN); -1: none */
 };
 
 static bool has_net_admin(void)
@@ -95,15 +96,31 @@ static int xfer_send(struct rdpm_client *c, uint16_t type, const void *body, siz
 static int xfer_recv(struct rdpm_client *c, char *buf, size_t cap, struct rdpm_hdr *h, int timeout)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { buf, cap };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
 	ssize_t n;
 
 	if (poll(&p, 1, timeout) == 0)
 		return -ETIMEDOUT;
-	n = recv(c->fd, buf, cap, MSG_DONTWAIT);
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && errno == EAGAIN)
 		return -EAGAIN;
 	if (n < 0)
 		return devmem_fail_errno(-errno, "rdpmd: receiving");
+	/* A JOIN reply's dma-buf: kept until rdpm_join_shared() takes it. */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (c->passed_fd >= 0)
+				close(c->passed_fd);
+			memcpy(&c->passed_fd, CMSG_DATA(cm), sizeof(int));
+		}
+	}
 	if (n == 0)
 		return devmem_fail(-ECONNRESET, "rdpmd closed the connection");
 	memcpy(h, buf, n < (ssize_t)sizeof(*h) ? 0 : sizeof(*h));
@@ -199,6 +216,7 @@ DEVMEM_EXPORT int rdpm_connect(struct rdpm_client **out, const char *path)
 	if (!c)
 		return devmem_fail(-ENOMEM, "rdpm_connect: out of memory");
 	c->next_flow = 1;
+	c->passed_fd = -1;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -385,6 +403,77 @@ DEVMEM_EXPORT int rdpm_register_buffer_page_size(struct rdpm_client *c, const ch
 	return 0;
 }
 
+/* In-process, a share is a buffer of the process's own. */
+static int local_join(struct rdpm_client *c, const char *ifname, size_t bytes, uint32_t page_size,
+		      struct devmem_mem **mem, struct rdpm_buffer *out)
+{
+	/* Buffers over a page need chunks that size, which a heap's are. */
+	int err = page_size > (uint32_t)sysconf(_SC_PAGESIZE) ?
+		  devmem_mem_heap(mem, NULL, bytes) : devmem_mem_udmabuf(mem, bytes, 0);
+
+	if (!err)
+		err = local_register(c, ifname, *mem, 0, page_size, out);
+	if (err) {
+		devmem_mem_free(*mem);
+		*mem = NULL;
+	}
+	return err;
+}
+
+DEVMEM_EXPORT int rdpm_join_shared(struct rdpm_client *c, const char *ifname, size_t bytes,
+				   uint32_t page_size, struct devmem_mem **mem,
+				   struct rdpm_buffer *out)
+{
+	struct rdpm_join_reply r;
+	struct rdpm_join req;
+	int err, fd;
+
+	memset(&req, 0, sizeof(req));
+	if (!c || !ifname || !mem || !out)
+		return devmem_fail(-EINVAL, "rdpm_join_shared: NULL argument");
+	if (!bytes)
+		return devmem_fail(-EINVAL, "rdpm_join_shared: a share of 0 bytes");
+	if (page_size & (page_size - 1))
+		return devmem_fail(-EINVAL, "rdpm_join_shared: page size %u is not a power of "
+				   "two", page_size);
+	if (!ifname[0] || strlen(ifname) >= sizeof(req.ifname))
+		return devmem_fail(-EINVAL, "rdpm_join_shared: bad interface name");
+	if (c->fd < 0)
+		return local_join(c, ifname, bytes, page_size, mem, out);
+	memcpy(req.ifname, ifname, strlen(ifname));
+	req.bytes = bytes;
+	if (page_size)
+		req.flags = (uint32_t)__builtin_ctz(page_size);
+	err = xfer(c, RDPM_JOIN, &req, sizeof(req), -1, &r, sizeof(r));
+	fd = c->passed_fd;
+	c->passed_fd = -1;
+	if (err) {
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	if (fd < 0)
+		err = devmem_fail(-EPROTO, "rdpmd: JOIN reply without the dma-buf");
+	else if (!r.nqueues || r.nqueues > RDPM_MAX_QUEUES)
+		err = devmem_fail(-EPROTO, "rdpmd: reply with %u queues", r.nqueues);
+	else
+		err = devmem_mem_import_mapped(mem, fd);
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		struct rdpm_unregister u = { r.handle };
+
+		xfer(c, RDPM_UNREGISTER, &u, sizeof(u), -1, NULL, 0);	/* the share back */
+		return err;
+	}
+	out->handle = r.handle;
+	out->dmabuf_id = r.dmabuf_id;
+	out->nqueues = r.nqueues;
+	for (unsigned int i = 0; i < RDPM_QUEUES_MAX; i++)
+		out->queues[i] = i < r.nqueues ? r.queues[i] : 0;
+	return 0;
+}
+
 DEVMEM_EXPORT int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,
 			     unsigned int *queue, uint32_t *flow_id)
 {
@@ -559,6 +648,8 @@ DEVMEM_EXPORT void rdpm_close(struct rdpm_client *c)
 {
 	if (!c)
 		return;
+	if (c->passed_fd >= 0)
+		close(c->passed_fd);
 	if (c->fd >= 0) {
 		/* rdpmd releases everything of ours when the socket closes. */
 		close(c->fd);

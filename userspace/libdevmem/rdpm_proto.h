@@ -41,7 +41,8 @@ enum rdpm_type {
 	RDPM_DRAIN = 7,		/* rdpm_drain -> empty; admin only */
 	RDPM_RELOAD = 8,	/* empty -> empty; admin only */
 	RDPM_WINDOW = 9,	/* rdpm_window + SCM_RIGHTS TCP socket -> rdpm_window_reply */
-	RDPM_TYPE_MAX = RDPM_WINDOW,
+	RDPM_JOIN = 10,		/* rdpm_join -> rdpm_join_reply + SCM_RIGHTS dma-buf fd */
+	RDPM_TYPE_MAX = RDPM_JOIN,
 
 	RDPM_ERROR = 0x4000,	/* rdpm_error: a request failed */
 	RDPM_EVENT = 0x4001,	/* rdpm_event: pushed, id 0 */
@@ -116,6 +117,30 @@ struct rdpm_window {
 struct rdpm_window_reply {
 	int32_t window;		/* the clamp set (0: autotuning stays below it) */
 	uint32_t pad;
+};
+
+/*
+ * A share of the NIC's shared buffer: one dma-buf per NIC, uid and buffer
+ * size that rdpmd allocates and binds once, for every process of that user
+ * (the ranks of a job on one host). The reply comes with the dma-buf's fd;
+ * the handle works as a REGISTER's does (STEER, WINDOW, UNREGISTER). The
+ * shares of a buffer's members add up to at most its size; the buffer is
+ * unbound when its last member leaves.
+ */
+struct rdpm_join {
+	char ifname[RDPM_IFNAMSIZ];	/* NUL-terminated, not empty */
+	uint32_t flags;		/* RDPM_REGISTER_PAGE_SHIFT */
+	uint32_t pad;
+	uint64_t bytes;		/* this client's share (not 0) */
+};
+
+struct rdpm_join_reply {
+	uint32_t handle;	/* for STEER, WINDOW and UNREGISTER */
+	uint32_t dmabuf_id;	/* in the cmsgs of received data */
+	uint32_t nqueues;
+	uint32_t queues[RDPM_MAX_QUEUES];
+	uint32_t members;	/* clients sharing the buffer, this one included */
+	uint64_t size;		/* of the dma-buf (the fd) */
 };
 
 #define RDPM_STATUS_JSON	(1u << 0)
