@@ -186,6 +186,7 @@ struct devtcp_component {
 	int devmem_inplace;
 	int devmem_page_size;
 	char *rdpm_socket;
+	bool rdpm_shared;
 	int output;
 	struct devtcp_module *modules[DEVTCP_MAX_IFS];
 	int num_modules;

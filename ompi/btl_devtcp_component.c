@@ -118,6 +118,15 @@ static int devtcp_register(void)
 		"rdpmd's socket (default: $RDPM_SOCKET, else /run/rdpm/rdpm.sock)",
 		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
 		MCA_BASE_VAR_SCOPE_READONLY, &c->rdpm_socket);
+	c->rdpm_shared = true;
+	mca_base_component_var_register(&c->super.btl_version, "rdpm_shared",
+		"Through rdpmd, receive into a share of btl_devtcp_devmem_size bytes of the "
+		"host's shared dma-buf for this user, which rdpmd binds once per NIC for all of "
+		"the user's ranks (true, default; a rank's own dma-buf when the daemon offers no "
+		"shared buffers), or into a dma-buf of the rank's own, bound to a reserved queue "
+		"of its own (false)",
+		MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+		MCA_BASE_VAR_SCOPE_READONLY, &c->rdpm_shared);
 
 	b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 100;
 	b->btl_eager_limit = 64 * 1024;

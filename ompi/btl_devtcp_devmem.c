@@ -22,6 +22,8 @@
 
 struct devtcp_devmem {
 	struct rdpm_client *rdpm;	/* set: rdpmd binds and steers */
+	struct rdpm_buffer rb;		/* what rdpmd bound */
+	bool shared;			/* rb is a share of the host's shared buffer */
 	uint32_t handle;
 	uint32_t flow_id;
 	struct devmem_nic *nic;		/* the direct path's */
@@ -198,13 +200,6 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		devtcp_devmem_close(m);
 		return OPAL_ERR_BAD_PARAM;
 	}
-	/* Buffers over a page need aligned chunks, which a heap's are. */
-	if ((size_t)c->devmem_page_size > d->page_size)
-		ret = devmem_mem_heap(&d->mem, NULL, (size_t)c->devmem_size);
-	else
-		ret = devmem_mem_udmabuf(&d->mem, (size_t)c->devmem_size, 0);
-	if (ret)
-		goto fail_msg;
 	ret = rdpm_connect(&d->rdpm, sock);
 	if (!ret && rdpm_in_process(d->rdpm)) {
 		rdpm_close(d->rdpm);	/* no daemon: the direct path below */
@@ -214,20 +209,39 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	} else if (ret) {
 		d->rdpm = NULL;
 	}
+	if (d->rdpm && c->rdpm_shared) {
+		ret = rdpm_join_shared(d->rdpm, m->ifname, c->devmem_size,
+				       (uint32_t)c->devmem_page_size, &d->mem, &d->rb);
+		if (ret == -EOPNOTSUPP)
+			devtcp_verbose(1, "devmem: %s: a dma-buf of this rank's own instead",
+				       devmem_last_error());
+		else if (ret)
+			goto fail_msg;
+		else
+			d->shared = true;
+	}
+	/* Buffers over a page need aligned chunks, which a heap's are. */
+	if (!d->shared && (size_t)c->devmem_page_size > d->page_size)
+		ret = devmem_mem_heap(&d->mem, NULL, (size_t)c->devmem_size);
+	else if (!d->shared)
+		ret = devmem_mem_udmabuf(&d->mem, (size_t)c->devmem_size, 0);
+	if (ret)
+		goto fail_msg;
 	if (d->rdpm) {
-		struct rdpm_buffer rb;
+		struct rdpm_buffer *rb = &d->rb;
 
 		/* One queue: the data port's rule points at one, and the
 		 * host's other ranks want the other reserved ones. */
-		ret = rdpm_register_buffer_page_size(d->rdpm, m->ifname, d->mem, 1,
-						     (uint32_t)c->devmem_page_size, &rb);
+		if (!d->shared)
+			ret = rdpm_register_buffer_page_size(d->rdpm, m->ifname, d->mem, 1,
+							     (uint32_t)c->devmem_page_size, rb);
 		if (!ret && (size_t)c->devmem_page_size > d->page_size)
 			d->page_size = (size_t)c->devmem_page_size;
 		if (!ret)
-			ret = rdpm_steer(d->rdpm, rb.handle, &flow, &d->queue, &d->flow_id);
+			ret = rdpm_steer(d->rdpm, rb->handle, &flow, &d->queue, &d->flow_id);
 		if (ret)
 			goto fail_msg;
-		d->handle = rb.handle;
+		d->handle = rb->handle;
 	} else {
 		struct devmem_flow_target t;
 
@@ -278,9 +292,17 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	m->addr.devmem = 1;
 	if (c->devmem_inplace)
 		cap_for_inplace(m, d->page_size);
-	devtcp_verbose(1, "devmem: %zu-byte dma-buf bound to queue %u of %s %s, %zu-byte buffers; "
-		       "data port %u steered there", devmem_mem_size(d->mem), d->queue, m->ifname,
-		       d->rdpm ? "by rdpmd" : "directly", d->page_size, ntohs(m->addr.data_port));
+	if (d->shared)
+		devtcp_verbose(1, "devmem: a %zu-byte share of the host's shared %zu-byte dma-buf %u, "
+			       "bound to queue %u of %s by rdpmd, %zu-byte buffers; data port %u "
+			       "steered there", (size_t)c->devmem_size, devmem_mem_size(d->mem),
+			       d->rb.dmabuf_id, d->queue, m->ifname, d->page_size,
+			       ntohs(m->addr.data_port));
+	else
+		devtcp_verbose(1, "devmem: %zu-byte dma-buf bound to queue %u of %s %s, %zu-byte "
+			       "buffers; data port %u steered there", devmem_mem_size(d->mem),
+			       d->queue, m->ifname, d->rdpm ? "by rdpmd" : "directly",
+			       d->page_size, ntohs(m->addr.data_port));
 	return OPAL_SUCCESS;
 fail_msg:
 	if (mode_is("on"))
@@ -370,7 +392,9 @@ int devtcp_devmem_link(struct devtcp_module *m, int fd)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	d->links = links;
 	d->links[d->nlinks++] = fd;
-	share = devmem_mem_size(d->mem) / d->nlinks;
+	/* Of a shared buffer, only what rdpmd admitted is this rank's. */
+	share = (d->shared ? mca_btl_devtcp_component.devmem_size : devmem_mem_size(d->mem)) /
+		d->nlinks;
 	for (size_t i = 0; i < d->nlinks && ret >= 0; i++)
 		ret = d->rdpm ? rdpm_limit_window(d->rdpm, d->handle, d->links[i], share) :
 				devmem_rx_limit_window(d->links[i], share);

@@ -94,15 +94,32 @@ static uint32_t new_id(uint32_t *next)
 	return id;
 }
 
-static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *body, size_t len)
+/* A message, with file descriptor @fd attached unless it is -1. */
+static void send_msg_fd(struct client *c, uint16_t type, uint32_t id, const void *body,
+			size_t len, int fd)
 {
 	struct rdpm_hdr h = { .magic = RDPM_MAGIC, .version = RDPM_VERSION, .type = type,
 			      .length = sizeof(h) + len, .id = id };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl = { 0 };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
 	if (c->dead)
 		return;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
 	/* A client that does not read its replies loses its connection
 	 * rather than stalling everyone else. */
 	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
@@ -110,6 +127,11 @@ static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *b
 			 c->pid, c->uid);
 		c->dead = true;
 	}
+}
+
+static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *body, size_t len)
+{
+	send_msg_fd(c, type, id, body, len, -1);
 }
 
 static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
@@ -456,42 +478,6 @@ static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 	return sh;
 }
 
-static void send_join_reply(struct client *c, const struct rdpm_msg *m, struct binding *b)
-{
-	struct {
-		struct rdpm_hdr h;
-		struct rdpm_join_reply r;
-	} msg = {
-		.h = { .magic = RDPM_MAGIC, .version = RDPM_VERSION,
-		       .type = RDPM_JOIN | RDPM_REPLY, .length = sizeof(msg), .id = m->hdr.id },
-		.r = { .handle = b->handle, .dmabuf_id = devmem_binding_id(b->sh->b),
-		       .nqueues = b->nq, .members = b->sh->members,
-		       .size = devmem_mem_size(b->sh->mem) },
-	};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl = { 0 };
-	struct iovec iov = { &msg, sizeof(msg) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	int fd = devmem_mem_fd(b->sh->mem);
-
-	memcpy(msg.r.queues, b->q, sizeof(msg.r.queues));
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (c->dead)
-		return;
-	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		rdpm_log(LOG_WARNING, "client pid %d uid %u: cannot send (%m): disconnecting",
-			 c->pid, c->uid);
-		c->dead = true;
-	}
-}
-
 /*
  * A share of the user's shared buffer on a NIC: the ranks of a job on one
  * host receive into one dma-buf bound once, instead of one binding (and
@@ -502,6 +488,7 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 	const struct rdpm_join *j = &m->u.join;
 	unsigned int shift = j->flags & RDPM_REGISTER_PAGE_SHIFT;
 	struct rdpm_nic *n = nic_by_name(j->ifname);
+	struct rdpm_join_reply r;
 	struct shared *sh;
 	struct binding *b;
 
@@ -556,7 +543,11 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 	rdpm_log(LOG_INFO, "%s: pid %d uid %u joined the shared buffer, dmabuf %u (handle %u, "
 		 "share %llu bytes; %u member(s))", n->conf.name, c->pid, c->uid,
 		 devmem_binding_id(sh->b), b->handle, (unsigned long long)b->share, sh->members);
-	send_join_reply(c, m, b);
+	r = (struct rdpm_join_reply){ .handle = b->handle, .dmabuf_id = devmem_binding_id(sh->b),
+				      .nqueues = b->nq, .members = sh->members,
+				      .size = devmem_mem_size(sh->mem) };
+	memcpy(r.queues, b->q, sizeof(r.queues));
+	send_msg_fd(c, RDPM_JOIN | RDPM_REPLY, m->hdr.id, &r, sizeof(r), devmem_mem_fd(sh->mem));
 }
 
 static struct binding *own_binding(struct client *c, uint32_t handle)

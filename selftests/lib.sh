@@ -298,6 +298,7 @@ reserve = 2
 users = $users
 max_rules = 16
 max_bytes = 256M
+shared_bytes = 128M
 CONF
 	: > /tmp/rdpm/$ns.log
 	ip netns exec "$ns" /devtcp/rdpm/rdpmd -c /tmp/rdpm/$ns.conf 2>> /tmp/rdpm/$ns.log &

@@ -7,13 +7,15 @@
 # tags, collectives, bytes compared) passes over btl devtcp,self and, as the
 # control, over btl tcp,self; the bytes crossed the pair (its counters).
 # Then with devmem: directly (root, queues reserved by `devmem nic setup`)
-# and through rdpmd (one per namespace): the payload landed in the
+# and through rdpmd (one per namespace; a dma-buf per rank, then the
+# default, a share of one dma-buf per namespace): the payload landed in the
 # dma-buf (the devmem queue's counters, each rank's own count), all of it
 # read in place (btl_devtcp_devmem_inplace 1: fragments capped to what
 # ob1's 16 segments hold; on the direct path with 16 KiB receive buffers
 # at MTU 9000 where the kernel has rx-page-size; a stale rule for the data
 # port, as a killed rank leaves, removed first), also with 4 ranks, two
-# per namespace, each on a reserved queue of its own (through rdpmd with
+# per namespace, each on a reserved queue of its own (through rdpmd: both
+# ranks of a namespace in one shared dma-buf that rdpmd binds once, with
 # 16 KiB buffers where the kernel has them), with 4 threads per rank under
 # MPI_THREAD_MULTIPLE, over two pairs at once (interfaces chosen by subnet,
 # a dma-buf on each NIC, both carrying payload), as a user's job (mpirun
@@ -169,8 +171,8 @@ four_ranks() {
 		passed 4 1048576
 	passed 4 1048576 || show
 	for q in 7 6; do
-		check "... a rank in each namespace bound queue $q $how, $page-byte buffers" \
-			test "$(grep -c "dma-buf bound to queue $q of dt[ab] $how, $page-byte buffers" /tmp/mpi.out)" = 2
+		check "... a rank in each namespace received on queue $q, bound $how, $page-byte buffers" \
+			test "$(grep -c "bound to queue $q of dt[ab] $how, $page-byte buffers" /tmp/mpi.out)" = 2
 	done
 	for host in 10.99.0.1 10.99.0.2; do
 		check "... the ranks on $host read $(landed $host) payload bytes from their dma-bufs" \
@@ -241,21 +243,38 @@ check "rdpmd starts in ns1 (dta)" ns_rdpmd_start ns1 dta /tmp/rdpm/10.99.0.1.soc
 check "rdpmd starts in ns2 (dtb)" ns_rdpmd_start ns2 dtb /tmp/rdpm/10.99.0.2.sock "root, 1000"
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
+# First each rank with a dma-buf of its own (btl_devtcp_rdpm_shared 0).
 mpi_run_app 2 $DMAX devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
-	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 --mca btl_devtcp_devmem_inplace 1
+	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 --mca btl_devtcp_devmem_inplace 1 \
+	--mca btl_devtcp_rdpm_shared 0
 rc=$?
-check "devmem through rdpmd: every check passes (exit $rc, $SECONDS s)" passed 2 $DMAX
+check "devmem through rdpmd, a dma-buf per rank: every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
 passed 2 $DMAX || show
 grep -a "devmem:" /tmp/mpi.out
 check "... rdpmd bound each rank's dma-buf" \
 	test "$(grep -c "dma-buf bound to queue [67] of dt[ab] by rdpmd" /tmp/mpi.out)" = 2
 for ns in ns1 ns2; do
 	check "... $ns's rdpmd logged the rank's binding and its release" \
-		bash -c "grep -q 'bound [0-9]* bytes as dmabuf' /tmp/rdpm/$ns.log &&
+		bash -c "grep -q 'uid 0 bound [0-9]* bytes as dmabuf' /tmp/rdpm/$ns.log &&
 			grep -q 'disconnected; 1 binding(s) released' /tmp/rdpm/$ns.log"
 done
-devmem_checks "devmem through rdpmd"
+devmem_checks "devmem through rdpmd, a dma-buf per rank"
+# Then the default: the ranks of a host share one dma-buf per NIC, which
+# rdpmd allocates and binds once (rdpm_join_shared).
+for ns in ns1 ns2; do cp /tmp/rdpm/$ns.log /tmp/rdpm/$ns.log.mark; done
+new_log() { diff /tmp/rdpm/$1.log.mark /tmp/rdpm/$1.log | sed -n 's/^> //p'; }
 four_ranks "by rdpmd" "$page" "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check"
+check "... each rank received into a share of its host's shared dma-buf" \
+	test "$(grep -c "share of the host's shared [0-9]*-byte dma-buf" /tmp/mpi.out)" = 4
+for ns in ns1 ns2; do
+	check "... $ns's rdpmd bound one dma-buf for both of its ranks, once" \
+		test "$(new_log $ns | grep -c 'shared buffer of uid 0: [0-9]* bytes bound as dmabuf')" = 1
+	check "... both ranks joined it" \
+		test "$(new_log $ns | grep -c 'uid 0 joined the shared buffer')" = 2
+	check "... and it was unbound when the last of them left" \
+		grep -q "the shared buffer of uid 0 unbound: its last member left" <<< "$(new_log $ns)"
+done
 
 # A user's job: mpirun and both ranks as uid 1000, without CAP_NET_ADMIN,
 # so devmem only through rdpmd. mpirun starts in ns1 as the user; the
@@ -291,11 +310,11 @@ rc=$?
 check "devmem through rdpmd, mpirun and ranks as uid 1000: every check passes (exit $rc, $SECONDS s)" \
 	passed 2 $DMAX
 passed 2 $DMAX || show
-check "... rdpmd bound each rank's dma-buf" \
-	test "$(grep -c "dma-buf bound to queue [67] of dt[ab] by rdpmd" /tmp/mpi.out)" = 2
+check "... each rank received into a share of its host's shared dma-buf, bound by rdpmd" \
+	test "$(grep -c "share of the host's shared [0-9]*-byte dma-buf [0-9]*, bound to queue [67] of dt[ab] by rdpmd" /tmp/mpi.out)" = 2
 for ns in ns1 ns2; do
 	check "... $ns's rdpmd bound it for uid 1000" \
-		bash -c "diff /tmp/rdpm/$ns.log.mark /tmp/rdpm/$ns.log | grep -q 'uid 1000 bound [0-9]* bytes as dmabuf'"
+		bash -c "diff /tmp/rdpm/$ns.log.mark /tmp/rdpm/$ns.log | grep -q 'shared buffer of uid 1000: [0-9]* bytes bound as dmabuf'"
 done
 devmem_checks "devmem through rdpmd as uid 1000"
 # Without rdpmd, the user's ranks cannot bind: MPI_Init fails, saying why.

@@ -299,7 +299,8 @@ DEVMEM_EXPORT int devmem_mem_cuda(struct devmem_mem **out, int device, size_t si
 	return 0;
 }
 
-DEVMEM_EXPORT int devmem_mem_import(struct devmem_mem **out, int fd)
+/* A dma-buf fd from elsewhere, duplicated; mapped for the CPU with @map. */
+static int import(struct devmem_mem **out, int fd, bool map)
 {
 	struct statfs sfs;
 	off_t size;
@@ -318,22 +319,19 @@ DEVMEM_EXPORT int devmem_mem_import(struct devmem_mem **out, int fd)
 	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (dup_fd < 0)
 		return devmem_fail_errno(-errno, "dma-buf fd %d: dup", fd);
+	return new_mem(out, DEVMEM_MEM_IMPORT, dup_fd, size, map);
+}
+
+DEVMEM_EXPORT int devmem_mem_import(struct devmem_mem **out, int fd)
+{
 	/* Not mapped: an importer may not be allowed to (CUDA memory). */
-	return new_mem(out, DEVMEM_MEM_IMPORT, dup_fd, size, false);
+	return import(out, fd, false);
 }
 
 /* An imported dma-buf the CPU reads: one rdpmd shares (rdpm_join_shared). */
 int devmem_mem_import_mapped(struct devmem_mem **out, int fd)
 {
-	off_t size = lseek(fd, 0, SEEK_END);
-	int dup_fd;
-
-	if (size <= 0)
-		return devmem_fail_errno(size ? -errno : -EINVAL, "dma-buf fd %d: its size", fd);
-	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (dup_fd < 0)
-		return devmem_fail_errno(-errno, "dma-buf fd %d: dup", fd);
-	return new_mem(out, DEVMEM_MEM_IMPORT, dup_fd, size, true);
+	return import(out, fd, true);
 }
 
 DEVMEM_EXPORT void devmem_mem_free(struct devmem_mem *mem)

@@ -358,6 +358,20 @@ static void local_flow_del(struct rdpm_client *c, unsigned int i)
 
 /* ------------------------------------------------------------------- API */
 
+/* A REGISTER or JOIN reply's buffer, in @out. */
+static int fill_buffer(struct rdpm_buffer *out, uint32_t handle, uint32_t dmabuf_id,
+		       uint32_t nqueues, const uint32_t *queues)
+{
+	if (!nqueues || nqueues > RDPM_MAX_QUEUES)
+		return devmem_fail(-EPROTO, "rdpmd: reply with %u queues", nqueues);
+	out->handle = handle;
+	out->dmabuf_id = dmabuf_id;
+	out->nqueues = nqueues;
+	for (unsigned int i = 0; i < RDPM_QUEUES_MAX; i++)
+		out->queues[i] = i < nqueues ? queues[i] : 0;
+	return 0;
+}
+
 DEVMEM_EXPORT int rdpm_register_buffer(struct rdpm_client *c, const char *ifname,
 				       struct devmem_mem *mem, unsigned int nqueues,
 				       struct rdpm_buffer *out)
@@ -393,14 +407,7 @@ DEVMEM_EXPORT int rdpm_register_buffer_page_size(struct rdpm_client *c, const ch
 	err = xfer(c, RDPM_REGISTER, &req, sizeof(req), devmem_mem_fd(mem), &r, sizeof(r));
 	if (err)
 		return err;
-	if (!r.nqueues || r.nqueues > RDPM_MAX_QUEUES)
-		return devmem_fail(-EPROTO, "rdpmd: reply with %u queues", r.nqueues);
-	out->handle = r.handle;
-	out->dmabuf_id = r.dmabuf_id;
-	out->nqueues = r.nqueues;
-	for (unsigned int i = 0; i < RDPM_QUEUES_MAX; i++)
-		out->queues[i] = i < r.nqueues ? r.queues[i] : 0;
-	return 0;
+	return fill_buffer(out, r.handle, r.dmabuf_id, r.nqueues, r.queues);
 }
 
 /* In-process, a share is a buffer of the process's own. */
@@ -454,9 +461,9 @@ DEVMEM_EXPORT int rdpm_join_shared(struct rdpm_client *c, const char *ifname, si
 	}
 	if (fd < 0)
 		err = devmem_fail(-EPROTO, "rdpmd: JOIN reply without the dma-buf");
-	else if (!r.nqueues || r.nqueues > RDPM_MAX_QUEUES)
-		err = devmem_fail(-EPROTO, "rdpmd: reply with %u queues", r.nqueues);
 	else
+		err = fill_buffer(out, r.handle, r.dmabuf_id, r.nqueues, r.queues);
+	if (!err)
 		err = devmem_mem_import_mapped(mem, fd);
 	if (fd >= 0)
 		close(fd);
@@ -466,11 +473,6 @@ DEVMEM_EXPORT int rdpm_join_shared(struct rdpm_client *c, const char *ifname, si
 		xfer(c, RDPM_UNREGISTER, &u, sizeof(u), -1, NULL, 0);	/* the share back */
 		return err;
 	}
-	out->handle = r.handle;
-	out->dmabuf_id = r.dmabuf_id;
-	out->nqueues = r.nqueues;
-	for (unsigned int i = 0; i < RDPM_QUEUES_MAX; i++)
-		out->queues[i] = i < r.nqueues ? r.queues[i] : 0;
 	return 0;
 }
 
