@@ -83,7 +83,7 @@ devtcp_pair() {
 # defer lists come back with softirq_each_cpu. A page still out 10 s after
 # its device went is a leak: a failed check, with the sockets left.
 teardown() {
-	local ns dev held i
+	local ns dev i
 	phase "teardown of $*"
 	for ns; do
 		for ((i = 0; i < 50; i++)); do
@@ -95,14 +95,23 @@ teardown() {
 			ip -n "$ns" link del "$dev" 2> /dev/null
 		done
 	done
+	pages_back "$@"
+}
+
+# pages_back NS...: once a namespace's devtcp devices are gone, every page
+# of their pools comes back (checked); then the namespace goes.
+pages_back() {
+	local ns held held0 i
 	for ns; do
 		for ((i = 0; i < 10; i++)); do
 			held=$(ip netns exec "$ns" python3 /devtcp/selftests/net/genl.py page-pools all |
 				awk '{ print $8 }')
+			[ $i = 0 ] && held0=$held
 			[ "$held" = 0 ] && break
 			softirq_each_cpu "$ns"
 			sleep 1
 		done
+		[ "$held0" != 0 ] && echo "$ns: $held0 page(s) were still out when the devices went"
 		check "$ns: every page back in its pool 10 s after the pair went (held: $held)" \
 			test "$held" = 0
 		[ "$held" = 0 ] || ip netns exec "$ns" ss -tanemi
