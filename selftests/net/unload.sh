@@ -18,6 +18,12 @@ check "rmmod with pairs up and traffic flowing succeeds" rmmod devtcp
 # The stream cannot finish without its link: end it.
 kill -9 $spid $rpid 2>/dev/null
 wait
+# The sender's socket, orphaned with unsent data and no device left for its
+# FIN, would resend for minutes and keep ns1 alive after the test: it is
+# destroyed, as an administrator would (ss -K, CONFIG_INET_DIAG_DESTROY).
+for ns in ns1 ns2; do ip netns exec $ns ss -K -tn '( sport = :5200 or dport = :5200 )' > /dev/null; done
+check "no TCP connection is left in any namespace" bash -c '
+	for ns in ns1 ns2 ns3 ns4; do ip netns exec $ns ss -Htn state all; done | grep -q . && exit 1; exit 0'
 check "no devtcp device is left in any namespace" bash -c '
 	for ns in ns1 ns2 ns3 ns4; do ip -n $ns -o link show type devtcp; done | grep -q . && exit 1; exit 0'
 # The receiver's pages outlive the module: its socket and the per-CPU
