@@ -420,6 +420,14 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 	}
 }
 
+static struct shared *shared_find(const struct rdpm_nic *n, uid_t uid, unsigned int shift)
+{
+	for (struct shared *sh = shareds; sh; sh = sh->next)
+		if (sh->n == n && sh->uid == uid && sh->shift == shift)
+			return sh;
+	return NULL;
+}
+
 /* The user's shared buffer on @n with buffers of 2^@shift bytes, made and
  * bound on first use; NULL after an error reply. */
 static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
@@ -430,9 +438,9 @@ static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 	struct shared *sh;
 	int err;
 
-	for (sh = shareds; sh; sh = sh->next)
-		if (sh->n == n && sh->uid == c->uid && sh->shift == shift)
-			return sh;
+	sh = shared_find(n, c->uid, shift);
+	if (sh)
+		return sh;
 	sh = calloc(1, sizeof(*sh));
 	if (!sh) {
 		reply_err(c, &m->hdr, -ENOMEM, "out of memory");
@@ -514,15 +522,13 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 		return (void)reply_err(c, &m->hdr, -ENETDOWN, "%s is down", j->ifname);
 	if (register_quota(c, m, n, NULL, j->bytes))
 		return;
-	for (sh = shareds; sh; sh = sh->next)
-		if (sh->n == n && sh->uid == c->uid && sh->shift == shift &&
-		    sh->admitted + j->bytes > devmem_mem_size(sh->mem))
-			return (void)reply_err(c, &m->hdr, -EDQUOT, "the shared buffer of uid "
-						"%u on %s holds %zu bytes, %llu of them shared by "
-						"%u client(s): %llu more do not fit", c->uid,
-						j->ifname, devmem_mem_size(sh->mem),
-						(unsigned long long)sh->admitted, sh->members,
-						(unsigned long long)j->bytes);
+	sh = shared_find(n, c->uid, shift);
+	if (sh && sh->admitted + j->bytes > devmem_mem_size(sh->mem))
+		return (void)reply_err(c, &m->hdr, -EDQUOT, "the shared buffer of uid %u on %s "
+					"holds %zu bytes, %llu of them shared by %u client(s): "
+					"%llu more do not fit", c->uid, j->ifname,
+					devmem_mem_size(sh->mem), (unsigned long long)sh->admitted,
+					sh->members, (unsigned long long)j->bytes);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
