@@ -38,7 +38,7 @@ struct devmem_frag;
 
 /* The first bytes on every connection: who opens it and what it carries. */
 #define DEVTCP_HELLO_MAGIC 0x64747062u	/* "dtpb" */
-#define DEVTCP_WIRE_VERSION 1
+#define DEVTCP_WIRE_VERSION 2
 enum devtcp_link_kind { DEVTCP_LINK_CTRL = 1, DEVTCP_LINK_DATA = 2 };
 
 struct devtcp_hello {
@@ -52,6 +52,11 @@ struct devtcp_hello {
 
 /* Before every message on the control connection. */
 #define DEVTCP_FRAME_BYE 0x01	/* the sender closes: EOF after it is no error */
+#define DEVTCP_FRAME_PUT 0x02	/* a put: ctrl holds the address (u64) where the
+				 * data_len bytes go in the receiver's memory */
+
+/* The most one put carries (btl_put_limit, btl_rdma_pipeline_frag_size). */
+#define DEVTCP_PUT_LIMIT (1ul << 30)
 
 struct devtcp_frame {
 	uint8_t tag;		/* the PML's active message tag */
@@ -75,7 +80,8 @@ struct devtcp_addr {
 
 #define DEVTCP_ADDRSTRLEN INET6_ADDRSTRLEN
 
-/* A descriptor: the PML's view (base) and what sending it needs. */
+/* A descriptor: the PML's view (base) and what sending it needs; a put's
+ * completion too. */
 struct devtcp_frag {
 	mca_btl_base_descriptor_t base;
 	mca_btl_base_segment_t segs[2];
@@ -86,6 +92,9 @@ struct devtcp_frag {
 	struct iovec iov[3];	/* control connection: frame, header, rest */
 	int iov_count, iov_done;
 	struct iovec data;	/* data connection: what remains to write */
+	uint64_t put_to;	/* a put: where its bytes go in the peer */
+	mca_btl_base_rdma_completion_fn_t put_done;
+	void *put_local, *put_context, *put_cbdata;
 	size_t cap;
 	unsigned char buf[];
 };
@@ -125,6 +134,7 @@ struct mca_btl_base_endpoint_t {
 	struct devmem_frag *rx_frags;	/* the current message's, devmem links */
 	unsigned int rx_nfrags, rx_frags_cap;
 	size_t rx_linear;		/* bytes of it copied into rx_data */
+	unsigned char *rx_put;		/* a put's destination, NULL: a message */
 	unsigned char *cb;		/* control connection's read buffer */
 	size_t cb_start, cb_end;
 	unsigned char *rx_bounce;	/* a payload in too many pieces, gathered */
@@ -162,9 +172,11 @@ struct devtcp_module {
 	struct devtcp_pending *pending;
 	struct devtcp_devmem *devmem;	/* NULL: plain receive */
 	uint64_t tx_msgs, tx_bytes;	/* atomic: every sending thread adds */
-	uint64_t rx_msgs, rx_bytes;
+	uint64_t rx_msgs, rx_bytes;	/* puts included */
+	uint64_t rx_puts, rx_put_bytes;
 	uint64_t bytes_inplace;		/* payload read in the dma-buf by the PML */
 	uint64_t bytes_bounced;		/* copied: too many pieces for one message */
+	uint64_t bytes_put;		/* copied from it into a put's destination */
 	uint64_t bytes_linear;		/* arrived in host memory */
 	struct pollfd *pfd;
 	struct mca_btl_base_endpoint_t **pep;

@@ -132,10 +132,14 @@ static int devtcp_register(void)
 	b->btl_eager_limit = 64 * 1024;
 	b->btl_rndv_eager_limit = 64 * 1024;
 	b->btl_max_send_size = 256 * 1024;
-	b->btl_rdma_pipeline_send_length = 0;
-	b->btl_rdma_pipeline_frag_size = 0;
+	/* Contiguous large messages go by put (ob1's RDMA protocol), straight
+	 * into the receive buffer; the rest in btl_max_send_size fragments
+	 * (ob1's pipeline protocol). */
+	b->btl_rdma_pipeline_send_length = 128 * 1024;
+	b->btl_rdma_pipeline_frag_size = DEVTCP_PUT_LIMIT;
 	b->btl_min_rdma_pipeline_size = 0;
-	b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
+	b->btl_put_limit = DEVTCP_PUT_LIMIT;
+	b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT;
 	b->btl_bandwidth = 10000;
 	b->btl_latency = 100;
 	return mca_btl_base_param_register(&c->super.btl_version, b);

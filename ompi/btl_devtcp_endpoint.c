@@ -22,6 +22,9 @@
 #define DEVTCP_CTRL_SLACK 4096
 /* Messages taken from one peer in one progress call, so no peer starves. */
 #define DEVTCP_RX_BURST 16
+/* A put from a devmem link is read and handed back in batches of this many
+ * bytes at most. */
+#define DEVTCP_PUT_BATCH (256 * 1024)
 
 static bool same_name(const opal_process_name_t *a, const opal_process_name_t *b)
 {
@@ -250,13 +253,27 @@ static int connect_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t 
 }
 
 /* Lays out a descriptor for the wire: the PML header (and small payloads)
- * on the control connection, a large payload on a data link. */
+ * on the control connection, a large payload on a data link; a put's
+ * destination on the control connection, its bytes on a data link. */
 static void frag_layout(struct devtcp_frag *f, int *next_link)
 {
 	size_t total = f->segs[0].seg_len, head = total;
 	char *data = NULL;
 	size_t data_len = 0;
 
+	if (f->put_done) {
+		f->iov[0] = (struct iovec){ &f->frame, sizeof(f->frame) };
+		f->iov[1] = (struct iovec){ &f->put_to, sizeof(f->put_to) };
+		f->iov_count = 2;
+		f->iov_done = 0;
+		f->frame.flags = DEVTCP_FRAME_PUT;
+		f->frame.ctrl_len = sizeof(f->put_to);
+		f->frame.data_len = total;
+		f->frame.link = *next_link;
+		*next_link = (*next_link + 1) % mca_btl_devtcp_component.data_links;
+		f->data = (struct iovec){ f->segs[0].seg_addr.pval, total };
+		return;
+	}
 	if (f->base.des_segment_count == 2) {
 		data = f->segs[1].seg_addr.pval;
 		data_len = f->segs[1].seg_len;
@@ -536,6 +553,22 @@ static int grow(unsigned char **buf, size_t *cap, size_t want)
 	return 0;
 }
 
+/* Doubles the room for fragments (256 to start); -1 (ENOMEM) when it
+ * cannot. */
+static int more_frags(struct mca_btl_base_endpoint_t *ep)
+{
+	unsigned int cap = ep->rx_frags_cap ? 2 * ep->rx_frags_cap : 256;
+	struct devmem_frag *f = realloc(ep->rx_frags, cap * sizeof(*f));
+
+	if (!f) {
+		errno = ENOMEM;
+		return -1;
+	}
+	ep->rx_frags = f;
+	ep->rx_frags_cap = cap;
+	return 0;
+}
+
 /* A message's payload from a devmem link, as fragments: dma-buf pieces as
  * they landed, linear pieces copied into rx_data. 1 when all data_len bytes
  * are in, 0 later, -1 on error (errno; 0 for EOF). */
@@ -545,17 +578,8 @@ static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx,
 		unsigned int got = 0;
 		ssize_t n;
 
-		if (ep->rx_nfrags == ep->rx_frags_cap) {
-			unsigned int cap = ep->rx_frags_cap ? 2 * ep->rx_frags_cap : 256;
-			struct devmem_frag *f = realloc(ep->rx_frags, cap * sizeof(*f));
-
-			if (!f) {
-				errno = ENOMEM;
-				return -1;
-			}
-			ep->rx_frags = f;
-			ep->rx_frags_cap = cap;
-		}
+		if (ep->rx_nfrags == ep->rx_frags_cap && more_frags(ep) < 0)
+			return -1;
 		n = devmem_rx_recv_upto(rx, len - ep->rx_done, MSG_DONTWAIT,
 					ep->rx_frags + ep->rx_nfrags,
 					ep->rx_frags_cap - ep->rx_nfrags, &got,
@@ -579,6 +603,53 @@ static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx,
 static const void *frag_addr(struct devtcp_module *m, const struct devmem_frag *f)
 {
 	return f->dmabuf_id ? devtcp_devmem_at(m, f->offset) : f->linear;
+}
+
+/*
+ * A put's bytes from a devmem link, straight into their destination: each
+ * batch of fragments is copied there (the copy the PML makes of a message
+ * it reads in place) and handed back to the kernel at once, so a put of any
+ * size streams through the dma-buf. 1 when all len bytes are in, 0 later,
+ * -1 on error (errno; 0 for EOF).
+ */
+static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+		      struct devmem_rx *rx, size_t len)
+{
+	if (!ep->rx_frags_cap && more_frags(ep) < 0)
+		return -1;
+	while (ep->rx_done < len) {
+		size_t at = ep->rx_done, want = len - at;
+		unsigned int got = 0, i;
+		ssize_t n;
+
+		if (want > ep->rx_data_cap)	/* its linear pieces fit rx_data */
+			want = ep->rx_data_cap;
+		n = devmem_rx_recv_upto(rx, want, MSG_DONTWAIT, ep->rx_frags, ep->rx_frags_cap,
+					&got, ep->rx_data, ep->rx_data_cap);
+		for (i = 0; i < got; i++) {
+			const struct devmem_frag *f = &ep->rx_frags[i];
+
+			memcpy(ep->rx_put + at, frag_addr(m, f), f->len);
+			at += f->len;
+			if (f->dmabuf_id)
+				m->bytes_put += f->len;
+			else
+				m->bytes_linear += f->len;
+			devmem_rx_release(rx, f);
+		}
+		if (got && devmem_rx_flush(rx) < 0) {
+			errno = EIO;
+			return -1;
+		}
+		if (n == -EAGAIN)
+			return 0;
+		if (n <= 0) {
+			errno = n ? -n : 0;
+			return -1;
+		}
+		ep->rx_done += n;
+	}
+	return 1;
 }
 
 /*
@@ -651,6 +722,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 	struct devtcp_frame *fr = &ep->rx_frame;
 	size_t max = m->super.btl_max_send_size;
 	int delivered = 0, rc = 0;
+	bool put;
 
 	while (!ep->failed && ep->rx_ctrl_fd >= 0 && delivered < DEVTCP_RX_BURST) {
 		switch (ep->rx_state) {
@@ -667,13 +739,19 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				ep->rx_bye = true;
 				continue;
 			}
-			if (fr->ctrl_len > max + DEVTCP_CTRL_SLACK || fr->data_len > max ||
+			put = fr->flags & DEVTCP_FRAME_PUT;
+			if ((put ? fr->ctrl_len != sizeof(uint64_t) || fr->data_len > DEVTCP_PUT_LIMIT
+				 : fr->ctrl_len > max + DEVTCP_CTRL_SLACK || fr->data_len > max) ||
 			    fr->link >= mca_btl_devtcp_component.data_links) {
 				fail_peer(m, ep, "malformed message header", 0);
 				return delivered;
 			}
+			/* a put's bytes go to their destination; only the
+			 * linear pieces of a batch (put_devmem) pass rx_data */
 			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap, fr->ctrl_len) < 0 ||
-			    grow(&ep->rx_data, &ep->rx_data_cap, fr->data_len) < 0) {
+			    grow(&ep->rx_data, &ep->rx_data_cap,
+				 put && fr->data_len > DEVTCP_PUT_BATCH ? DEVTCP_PUT_BATCH
+									: fr->data_len) < 0) {
 				fail_peer(m, ep, "out of memory", ENOMEM);
 				return delivered;
 			}
@@ -684,6 +762,14 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
+			if (fr->flags & DEVTCP_FRAME_PUT) {
+				uint64_t to;
+
+				memcpy(&to, ep->rx_ctrl, sizeof(to));
+				ep->rx_put = (unsigned char *)(uintptr_t)to;
+				ep->rx_state = RX_DATA;
+				continue;
+			}
 			ep->rx_state = fr->data_len ? RX_DATA : RX_FRAME;
 			if (ep->rx_state == RX_DATA)
 				continue;
@@ -691,7 +777,12 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 		case RX_DATA:
 			if (ep->rx_data_fd[fr->link] < 0)
 				return delivered; /* its connection is still being accepted */
-			if (ep->rx_devmem[fr->link])
+			if (ep->rx_put && ep->rx_devmem[fr->link])
+				rc = put_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
+			else if (ep->rx_put)
+				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_put, fr->data_len,
+					       &ep->rx_done);
+			else if (ep->rx_devmem[fr->link])
 				rc = read_devmem(ep, ep->rx_devmem[fr->link], fr->data_len);
 			else
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
@@ -700,6 +791,18 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				break;
 			ep->rx_done = 0;
 			ep->rx_state = RX_FRAME;
+			if (ep->rx_put) {
+				/* a put is silent here: ob1's FIN comes next */
+				if (!ep->rx_devmem[fr->link])
+					m->bytes_linear += fr->data_len;
+				m->rx_msgs++;
+				m->rx_bytes += fr->ctrl_len + fr->data_len;
+				m->rx_puts++;
+				m->rx_put_bytes += fr->data_len;
+				ep->rx_put = NULL;
+				delivered++;
+				continue;
+			}
 			if (ep->rx_devmem[fr->link]) {
 				deliver_devmem(m, ep, ep->rx_devmem[fr->link]);
 				delivered++;

@@ -70,12 +70,16 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	devtcp_verbose(5, "%s: %llu messages (%llu bytes) sent, %llu (%llu bytes) received",
 		       m->ifname, (unsigned long long)m->tx_msgs, (unsigned long long)m->tx_bytes,
 		       (unsigned long long)m->rx_msgs, (unsigned long long)m->rx_bytes);
+	devtcp_verbose(5, "%s: %llu puts (%llu bytes) received straight into receive buffers",
+		       m->ifname, (unsigned long long)m->rx_puts,
+		       (unsigned long long)m->rx_put_bytes);
 	if (m->devmem)
 		devtcp_verbose(1, "devmem: %llu payload bytes read in place in the dma-buf, %llu "
 			       "copied out of it (more pieces than a descriptor holds), %llu "
-			       "arrived in host memory",
+			       "put from it into receive buffers, %llu arrived in host memory",
 			       (unsigned long long)m->bytes_inplace,
 			       (unsigned long long)m->bytes_bounced,
+			       (unsigned long long)m->bytes_put,
 			       (unsigned long long)m->bytes_linear);
 	devtcp_devmem_close(m);
 	close(m->ctrl_listen);
@@ -190,6 +194,57 @@ static int devtcp_send(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
 	return devtcp_endpoint_send((struct devtcp_module *)btl, ep, f);
 }
 
+/* A put's bytes are out: the PML's completion, with its local address. */
+static void put_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		     mca_btl_base_descriptor_t *des, int status)
+{
+	struct devtcp_frag *f = (struct devtcp_frag *)des;
+
+	f->put_done(btl, ep, f->put_local, NULL, f->put_context, f->put_cbdata, status);
+}
+
+/*
+ * An emulated RDMA write, as btl/tcp has: the bytes travel on a data link
+ * behind a frame that says where they go, and the receiver reads them
+ * straight into that memory (out of its dma-buf with devmem: the one copy
+ * the PML would make of a message). It is complete once the sockets took
+ * the bytes; ob1's FIN then follows on the control connection, which the
+ * receiver reads only after the bytes are in place.
+ */
+static int devtcp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local,
+		      uint64_t remote, mca_btl_base_registration_handle_t *local_handle,
+		      mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+		      int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+		      void *cbdata)
+{
+	struct devtcp_frag *f;
+	int rc;
+
+	(void)local_handle;
+	(void)remote_handle;
+	(void)flags;
+	if (size > btl->btl_put_limit)
+		return OPAL_ERR_BAD_PARAM;
+	f = frag_new(ep, 0, (uint8_t)order,
+		     MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
+	if (!f)
+		return OPAL_ERR_OUT_OF_RESOURCE;
+	f->base.des_cbfunc = put_sent;
+	f->segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = local, .seg_len = size };
+	f->put_to = remote;
+	f->put_done = cbfunc;
+	f->put_local = local;
+	f->put_context = cbcontext;
+	f->put_cbdata = cbdata;
+	/* 1: sent at once, and completed */
+	rc = devtcp_endpoint_send((struct devtcp_module *)btl, ep, f);
+	if (rc < 0) {
+		devtcp_free(btl, &f->base);
+		return rc;
+	}
+	return OPAL_SUCCESS;
+}
+
 static void devtcp_dump(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
 			int verbose)
 {
@@ -211,6 +266,7 @@ struct devtcp_module devtcp_module_template = {
 		.btl_free = devtcp_free,
 		.btl_prepare_src = devtcp_prepare_src,
 		.btl_send = devtcp_send,
+		.btl_put = devtcp_put,
 		.btl_dump = devtcp_dump,
 		.btl_register_error = devtcp_register_error,
 	},

@@ -57,6 +57,16 @@ run "4 ranks, btl devtcp,self, 3 data links" 4 devtcp,self --mca btl_devtcp_data
 run "4 ranks, btl devtcp,self, every payload on the control connection" 4 devtcp,self \
 	--mca btl_devtcp_data_min 1000000000
 run "4 ranks, btl tcp,self (the control)" 4 tcp,self
+# puts: how many a run's ranks received, from their verbose-5 summaries.
+puts() { sed -n 's/.*btl:devtcp: [^:]*: \([0-9]*\) puts .*/\1/p' <<< "$last" | awk '{ s += $1 } END { print s + 0 }'; }
+run "2 ranks, btl devtcp,self, large messages by put (the default)" 2 devtcp,self \
+	--mca btl_devtcp_verbose 5
+[ "$(puts)" -gt 0 ] && ok "... whose ranks received $(puts) puts" ||
+	bad "... whose ranks received no put"
+run "2 ranks, btl devtcp,self, sends only (btl_devtcp_flags send,inplace)" 2 devtcp,self \
+	--mca btl_devtcp_flags send,inplace --mca btl_devtcp_verbose 5
+[ "$(puts)" = 0 ] && grep -q "puts (0 bytes) received" <<< "$last" &&
+	ok "... whose ranks received no put" || bad "... whose ranks received $(puts) puts"
 if ip -6 addr show dev lo 2> /dev/null | grep -q "inet6 ::1/"; then
 	run "2 ranks, btl devtcp,self over IPv6 (lo's ::1, btl_devtcp_family 6)" 2 devtcp,self \
 		--mca btl_devtcp_if_include lo --mca btl_devtcp_family 6 --mca btl_devtcp_verbose 5

@@ -10,8 +10,9 @@
 # and through rdpmd (one per namespace; a dma-buf per rank, then the
 # default, a share of one dma-buf per namespace): the payload landed in the
 # dma-buf (the devmem queue's counters, each rank's own count), all of it
-# read in place (btl_devtcp_devmem_inplace 1: fragments capped to what
-# ob1's 16 segments hold; on the direct path with 16 KiB receive buffers
+# read in place or put straight into receive buffers (btl_devtcp_devmem_inplace
+# 1: fragments capped to what ob1's 16 segments hold; large messages by put,
+# over IPv6 sends only; on the direct path with 16 KiB receive buffers
 # at MTU 9000 where the kernel has rx-page-size; a stale rule for the data
 # port, as a killed rank leaves, removed first), also with 4 ranks, two
 # per namespace, each on a reserved queue of its own (through rdpmd: both
@@ -79,14 +80,16 @@ passed 4 1048576 || show
 # devq_rx NS DEV: bytes DEV's queues 6 and 7 received (where `devmem nic
 # setup --reserve 2` and rdpmd put devmem bindings).
 devq_rx() { ip netns exec "$1" ethtool -S "$2" | awk '$1 == "rx6_bytes:" || $1 == "rx7_bytes:" { s += $2 } END { print s + 0 }'; }
-# counts RANKHOST: the payload bytes a rank read in place in its dma-buf and
-# those it copied out (more pieces than ob1 takes), from its verbose
-# summary at finalize; landed: both, copied: the second.
+# counts RANKHOST: the payload bytes a rank read in place in its dma-buf,
+# those it copied out first (more pieces than ob1 takes) and those its puts
+# copied into receive buffers, from its verbose summary at finalize;
+# landed: all, copied: the second (the copy no message should need).
 counts() {
-	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied.*/\1 \2/p" \
-		/tmp/mpi.out | awk '{ i += $1; c += $2 } END { print i + 0, c + 0 }'
+	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes read in place in the dma-buf, \([0-9]*\) copied out of it ([^)]*), \([0-9]*\) put from it.*/\1 \2 \3/p" \
+		/tmp/mpi.out | awk '{ i += $1; c += $2; p += $3 } END { print i + 0, c + 0, p + 0 }'
 }
-landed() { counts "$1" | awk '{ print $1 + $2 }'; }
+landed() { counts "$1" | awk '{ print $1 + $2 + $3 }'; }
+put_bytes() { counts "$1" | awk '{ print $3 }'; }
 copied() { counts "$1" | awk '{ print $2 }'; }
 # devmem_checks WHAT: after a devmem run, the payload in both dma-bufs.
 devmem_checks() {
@@ -138,19 +141,29 @@ check "... and capped its fragments so that payloads are read in place (MTU $mtu
 	test "$(grep -c "fragments of at most $cap bytes (MTU $mtu, $page-byte buffers" /tmp/mpi.out)" = 2
 check "... each removed the stale rule for its data port 7000 first" \
 	test "$(grep -c "steered data port 7000 already, left by a process that no longer holds" /tmp/mpi.out)" = 2
+for host in 10.99.0.1 10.99.0.2; do
+	check "... large messages came by put, copied from the dma-buf into receive buffers on $host ($(put_bytes $host) bytes)" \
+		test "$(put_bytes $host)" -gt 0
+done
 devmem_checks "devmem, direct"
 # The same over IPv6 (fd99::1 and fd99::2): tcp6 rules steer the data ports.
+# Sends only (no put): large messages in fragments of the in-place cap,
+# each read in place by ob1.
 q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
 SECONDS=0
 mpi_run 2 $DMAX devtcp,self --mca btl_devtcp_family 6 --mca btl_devtcp_devmem on \
 	--mca btl_devtcp_verbose 5 --mca btl_devtcp_devmem_inplace 1 \
-	--mca btl_devtcp_devmem_page_size $page
+	--mca btl_devtcp_devmem_page_size $page --mca btl_devtcp_flags send,inplace
 rc=$?
-check "devmem over IPv6 (btl_devtcp_family 6): every check passes (exit $rc, $SECONDS s)" \
+check "devmem over IPv6 (btl_devtcp_family 6), sends only: every check passes (exit $rc, $SECONDS s)" \
 	passed 2 $DMAX
 passed 2 $DMAX || show
 check "... each rank listened on its fd99:: address" \
 	test "$(grep -c 'btl:devtcp: dt[ab] fd99::[12]/64: control port' /tmp/mpi.out)" = 2
+for host in 10.99.0.1 10.99.0.2; do
+	check "... no put: every payload read in place by ob1 on $host ($(put_bytes $host) bytes put)" \
+		test "$(put_bytes $host)" = 0
+done
 devmem_checks "devmem over IPv6"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 # four_ranks HOW PAGE APP: 4 ranks, two per namespace, each with a reserved
