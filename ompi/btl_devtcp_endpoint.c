@@ -569,6 +569,20 @@ static int more_frags(struct mca_btl_base_endpoint_t *ep)
 	return 0;
 }
 
+/* What a devmem_rx_recv_upto() result means to a reading loop: 1 go on
+ * (its bytes counted in), 0 later, -1 error (errno; 0 for EOF). */
+static int took(struct mca_btl_base_endpoint_t *ep, ssize_t n)
+{
+	if (n == -EAGAIN)
+		return 0;
+	if (n <= 0) {
+		errno = n ? -n : 0;
+		return -1;
+	}
+	ep->rx_done += n;
+	return 1;
+}
+
 /* A message's payload from a devmem link, as fragments: dma-buf pieces as
  * they landed, linear pieces copied into rx_data. 1 when all data_len bytes
  * are in, 0 later, -1 on error (errno; 0 for EOF). */
@@ -577,6 +591,7 @@ static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx,
 	while (ep->rx_done < len) {
 		unsigned int got = 0;
 		ssize_t n;
+		int rc;
 
 		if (ep->rx_nfrags == ep->rx_frags_cap && more_frags(ep) < 0)
 			return -1;
@@ -588,13 +603,9 @@ static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx,
 			if (!ep->rx_frags[ep->rx_nfrags + i].dmabuf_id)
 				ep->rx_linear += ep->rx_frags[ep->rx_nfrags + i].len;
 		ep->rx_nfrags += got;
-		if (n == -EAGAIN)
-			return 0;
-		if (n <= 0) {
-			errno = n ? -n : 0;
-			return -1;
-		}
-		ep->rx_done += n;
+		rc = took(ep, n);
+		if (rc <= 0)
+			return rc;
 	}
 	return 1;
 }
@@ -621,6 +632,7 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 		size_t at = ep->rx_done, want = len - at;
 		unsigned int got = 0, i;
 		ssize_t n;
+		int rc;
 
 		if (want > ep->rx_data_cap)	/* its linear pieces fit rx_data */
 			want = ep->rx_data_cap;
@@ -641,13 +653,9 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 			errno = EIO;
 			return -1;
 		}
-		if (n == -EAGAIN)
-			return 0;
-		if (n <= 0) {
-			errno = n ? -n : 0;
-			return -1;
-		}
-		ep->rx_done += n;
+		rc = took(ep, n);
+		if (rc <= 0)
+			return rc;
 	}
 	return 1;
 }
