@@ -154,8 +154,17 @@ if want 2; then
 	fault off dta
 	mbit=$(mbit)
 	echo "throughput $mbit Mbit/s under the 60 Mbit/s limit ($free Mbit/s without it)"
-	check "... at 50-102% of the limit, or of the rate without it where that is lower" \
-		awk -v m="$mbit" -v f="$free" 'BEGIN { l = f < 60 ? f : 60; exit !(m >= l / 2 && m <= 61.2) }'
+	# Where this kernel moves less than the limit, the limit binds
+	# nothing and a lower bound would measure the delay's cost (the
+	# debug kernel: 7.2 of 20.8 Mbit/s, its receiver CPU-bound); the
+	# limiter's accuracy is net/fault.sh's check.
+	if awk -v f="$free" 'BEGIN { exit !(f >= 60) }'; then
+		check "... at 50-102% of the limit" \
+			awk -v m="$mbit" 'BEGIN { exit !(m >= 30 && m <= 61.2) }'
+	else
+		echo "the lower bound is not measured: this kernel moves $free Mbit/s without the limit"
+		check "... at most 102% of the limit" awk -v m="$mbit" 'BEGIN { exit !(m <= 61.2) }'
+	fi
 	check "... fault_rate_limited and fault_delay moved" \
 		test "$(ethtool_stat ns1 dta fault_rate_limited)" -gt "$rl0" -a \
 		"$(ethtool_stat ns1 dta fault_delay)" -gt 0
