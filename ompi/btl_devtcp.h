@@ -94,7 +94,7 @@ struct devtcp_frag {
 	struct iovec data;	/* data connection: what remains to write */
 	uint64_t put_to;	/* a put: where its bytes go in the peer */
 	mca_btl_base_rdma_completion_fn_t put_done;
-	void *put_local, *put_context, *put_cbdata;
+	void *put_context, *put_cbdata;
 	size_t cap;
 	unsigned char buf[];
 };

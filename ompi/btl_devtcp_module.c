@@ -200,7 +200,7 @@ static void put_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t 
 {
 	struct devtcp_frag *f = (struct devtcp_frag *)des;
 
-	f->put_done(btl, ep, f->put_local, NULL, f->put_context, f->put_cbdata, status);
+	f->put_done(btl, ep, f->segs[0].seg_addr.pval, NULL, f->put_context, f->put_cbdata, status);
 }
 
 /*
@@ -233,7 +233,6 @@ static int devtcp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t
 	f->segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = local, .seg_len = size };
 	f->put_to = remote;
 	f->put_done = cbfunc;
-	f->put_local = local;
 	f->put_context = cbcontext;
 	f->put_cbdata = cbdata;
 	/* 1: sent at once, and completed */
