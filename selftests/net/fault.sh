@@ -126,6 +126,13 @@ check "... fault_delay moved" test "$(fstat delay)" -ge $((e0 + 10))
 # 40 Mbit/s, and five seconds' worth of bytes. A rate is the receiver's own
 # (accept to last byte): timed from outside, the two processes' start-up
 # (seconds on the debug kernel) cut a limited stream to 64% of its limit.
+# A 1 ms delay rides along so that the limiter always has frames waiting:
+# without it, the sender's frames held in the line count against TCP Small
+# Queues (two small TSO frames at a few Mbit/s), and on a starved host (the
+# debug kernel's two VMs on two cores) the sender refilled the line late,
+# which idled the link and cut a 5 Mbit/s stream to 3.2 (the same kernel
+# alone: 93-98% with or without the delay). A delayed frame waits as a
+# clone, and the sender's buffer goes at once.
 stream_mbit() {
 	plain_stream "$1" "$2" "$3" || return 1
 	awk '/^stats bytes/ && $5 > 0 { printf "%.1f", $3 * 8 / $5 / 1e6 }' /tmp/plain.out
@@ -136,7 +143,7 @@ bytes=$((rate / 8 * 5))
 echo "unlimited: $free_mbit Mbit/s; limit: $rate bit/s, $bytes bytes"
 check "... a limit of at least 1 Mbit/s can be measured here" test "$rate" -ge 1000000
 rl0=$(fstat rate_limited)
-fault set dta rate $rate
+fault set dta rate $rate delay 1000
 mbit=$(stream_mbit 5401 $bytes 60)
 check "a $rate bit/s limit: the stream arrives intact" test -n "$mbit"
 fault off dta
