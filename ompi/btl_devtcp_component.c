@@ -303,6 +303,16 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 			    "interface has it, else IPv6), 4 or 6", c->family);
 		return NULL;
 	}
+	/* a peer refuses a larger put as a malformed message */
+	if (devtcp_module_template.super.btl_put_limit > DEVTCP_PUT_LIMIT ||
+	    devtcp_module_template.super.btl_rdma_pipeline_frag_size > DEVTCP_PUT_LIMIT) {
+		opal_output(0, "btl:devtcp: btl_devtcp_put_limit (%zu) and "
+			    "btl_devtcp_rdma_pipeline_frag_size (%zu) must be at most %lu (1 GiB)",
+			    devtcp_module_template.super.btl_put_limit,
+			    devtcp_module_template.super.btl_rdma_pipeline_frag_size,
+			    DEVTCP_PUT_LIMIT);
+		return NULL;
+	}
 	if (open_modules() != OPAL_SUCCESS)
 		goto fail;
 	btls = malloc(c->num_modules * sizeof(*btls));

@@ -632,7 +632,7 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 		size_t at = ep->rx_done, want = len - at;
 		unsigned int got = 0, i;
 		ssize_t n;
-		int rc;
+		int rc = 0;
 
 		if (want > ep->rx_data_cap)	/* its linear pieces fit rx_data */
 			want = ep->rx_data_cap;
@@ -647,9 +647,10 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 				m->bytes_put += f->len;
 			else
 				m->bytes_linear += f->len;
-			devmem_rx_release(rx, f);
+			if (devmem_rx_release(rx, f) < 0)
+				rc = -1;
 		}
-		if (got && devmem_rx_flush(rx) < 0) {
+		if ((got && devmem_rx_flush(rx) < 0) || rc < 0) {
 			errno = EIO;
 			return -1;
 		}
@@ -672,6 +673,7 @@ static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint
 	mca_btl_base_segment_t segs[MCA_BTL_DES_MAX_SEGMENTS];
 	struct devtcp_frame *fr = &ep->rx_frame;
 	size_t n = 1, i, dma = 0;
+	int err = 0;
 
 	segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len };
 	for (i = 0; i < ep->rx_nfrags && n <= MCA_BTL_DES_MAX_SEGMENTS; i++) {
@@ -716,8 +718,8 @@ static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint
 	m->rx_bytes += fr->ctrl_len + fr->data_len;
 	devtcp_deliver(&m->super, ep, fr->tag, segs, n);
 	for (i = 0; i < ep->rx_nfrags; i++)
-		devmem_rx_release(rx, &ep->rx_frags[i]);
-	if (devmem_rx_flush(rx) < 0)
+		err |= devmem_rx_release(rx, &ep->rx_frags[i]);
+	if (devmem_rx_flush(rx) < 0 || err)
 		fail_peer(m, ep, "cannot hand the dma-buf's buffers back", EIO);
 	ep->rx_nfrags = 0;
 	ep->rx_linear = 0;
@@ -774,6 +776,10 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				uint64_t to;
 
 				memcpy(&to, ep->rx_ctrl, sizeof(to));
+				if (!to && fr->data_len) {
+					fail_peer(m, ep, "malformed put (to address 0)", 0);
+					return delivered;
+				}
 				ep->rx_put = (unsigned char *)(uintptr_t)to;
 				ep->rx_state = RX_DATA;
 				continue;
@@ -785,9 +791,10 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 		case RX_DATA:
 			if (ep->rx_data_fd[fr->link] < 0)
 				return delivered; /* its connection is still being accepted */
-			if (ep->rx_put && ep->rx_devmem[fr->link])
+			put = fr->flags & DEVTCP_FRAME_PUT;
+			if (put && ep->rx_devmem[fr->link])
 				rc = put_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
-			else if (ep->rx_put)
+			else if (put)
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_put, fr->data_len,
 					       &ep->rx_done);
 			else if (ep->rx_devmem[fr->link])
@@ -799,7 +806,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				break;
 			ep->rx_done = 0;
 			ep->rx_state = RX_FRAME;
-			if (ep->rx_put) {
+			if (put) {
 				/* a put is silent here: ob1's FIN comes next */
 				if (!ep->rx_devmem[fr->link])
 					m->bytes_linear += fr->data_len;

@@ -8,8 +8,8 @@
 # (mpi_threads, 8 threads per rank under MPI_THREAD_MULTIPLE); both under
 # ASan and UBSan too (a sanitizer build of the component, the runtimes
 # preloaded into each rank; Open MPI's own leaks keep the leak check off); a
-# bad or twice-named btl_devtcp_if_include, family, data_links or
-# devmem_page_size ends MPI_Init with a message naming the parameter.
+# bad or twice-named btl_devtcp_if_include, family, data_links, put_limit
+# or devmem_page_size ends MPI_Init with a message naming the parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -156,6 +156,9 @@ refused "btl_devtcp_if_include 10.0.0.0/33" \
 refused "btl_devtcp_family 5" "btl_devtcp_family is 5: want 0" --mca btl_devtcp_family 5
 refused "btl_devtcp_data_links 9" "btl_devtcp_data_links is 9; it must be 1-8" \
 	--mca btl_devtcp_data_links 9
+refused "btl_devtcp_put_limit 2 GiB" \
+	"btl_devtcp_put_limit (2147483648) and btl_devtcp_rdma_pipeline_frag_size (1073741824) must be at most" \
+	--mca btl_devtcp_put_limit 2147483648
 refused "btl_devtcp_devmem_page_size 12288" \
 	"btl_devtcp_devmem_page_size is 12288: want 0 or a power of two" \
 	--mca btl_devtcp_devmem_page_size 12288

@@ -248,13 +248,13 @@ DEVMEM_EXPORT int devmem_rx_release(struct devmem_rx *rx, const struct devmem_fr
 
 	if (!frag->dmabuf_id)
 		return 0;
-	if (devmem_tokens_add(&rx->tokens, frag->token)) {
-		err = devmem_rx_flush(rx);
-		if (err)
-			return err;
-		devmem_tokens_add(&rx->tokens, frag->token);
-	}
-	return 0;
+	if (!devmem_tokens_add(&rx->tokens, frag->token))
+		return 0;
+	/* The batch is full: flush it, and queue this token in the next one
+	 * even when the flush failed, so that it is not dropped with it. */
+	err = devmem_rx_flush(rx);
+	devmem_tokens_add(&rx->tokens, frag->token);
+	return err;
 }
 
 DEVMEM_EXPORT int devmem_rx_flush(struct devmem_rx *rx)

@@ -166,6 +166,31 @@ static void open_checks(void)
 	close(s);
 }
 
+/*
+ * A full batch that the kernel refuses: the error comes back, and the
+ * fragment whose release sent the batch still waits for the next flush
+ * (here a TCP socket with no devmem data, where the kernel frees nothing).
+ */
+static void release_failure(void)
+{
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag f = { .len = 4096, .dmabuf_id = 1 };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned int i;
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0, "open");
+	for (i = 0; i < DEVMEM_DONTNEED_MAX_TOKENS; i++) {
+		f.token = 10 * i;
+		CHECK(devmem_rx_release(rx, &f) == 0, "release %u: queued", i);
+	}
+	f.token = 10 * i;
+	CHECK(devmem_rx_release(rx, &f) < 0, "the release that sends a refused batch fails");
+	CHECK(devmem_rx_flush(rx) < 0, "... and its own token is still queued: the next flush sends it");
+	CHECK(devmem_rx_flush(rx) == 0, "... after which nothing is");
+	devmem_rx_close(rx);
+	close(s);
+}
+
 static int sockopt(int s, int level, int name)
 {
 	int v = -1;
@@ -365,6 +390,7 @@ int main(void)
 	bad_cmsgs();
 	token_batches();
 	open_checks();
+	release_failure();
 	window_limit();
 	recv_upto();
 	rx_unpack();
