@@ -632,7 +632,7 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 		size_t at = ep->rx_done, want = len - at;
 		unsigned int got = 0, i;
 		ssize_t n;
-		int rc = 0;
+		int rc, err = 0;
 
 		if (want > ep->rx_data_cap)	/* its linear pieces fit rx_data */
 			want = ep->rx_data_cap;
@@ -647,10 +647,9 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 				m->bytes_put += f->len;
 			else
 				m->bytes_linear += f->len;
-			if (devmem_rx_release(rx, f) < 0)
-				rc = -1;
+			err |= devmem_rx_release(rx, f);
 		}
-		if ((got && devmem_rx_flush(rx) < 0) || rc < 0) {
+		if ((got && devmem_rx_flush(rx) < 0) || err) {
 			errno = EIO;
 			return -1;
 		}

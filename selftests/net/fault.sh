@@ -129,20 +129,21 @@ check "... fault_delay moved" test "$(fstat delay)" -ge $((e0 + 10))
 # to refill the line idles the link, and beside a second debug VM on two
 # cores streams ran at 61-64% of their limit (93-99% on the same kernel
 # alone). A stream's rate only has an upper bound here.
-rate=1500000 n=400
+rate=1500000 n=400 size=1400
+frame=$((14 + 20 + 8 + size))
 rl0=$(fstat rate_limited)
 fault set dta rate $rate
 ip netns exec ns2 python3 /devtcp/selftests/net/udp_pace.py recv 5410 $n > /tmp/pace.out &
 pace_pid=$!
 wait_listen /tmp/pace.out || fail "the pace receiver did not start"
-ip netns exec ns1 python3 /devtcp/selftests/net/udp_pace.py send 10.99.0.2 5410 $n 1400
+ip netns exec ns1 python3 /devtcp/selftests/net/udp_pace.py send 10.99.0.2 5410 $n $size
 wait $pace_pid
 fault off dta
 read -r _ got _ in_order _ span < <(tail -n 1 /tmp/pace.out)
-pace=$(awk -v s="${span:-0}" -v n=$n 'BEGIN { if (s > 0) printf "%d", (n - 1) * 1442 * 8 * 1e9 / s }')
+pace=$(awk -v s="${span:-0}" -v n=$n -v f=$frame 'BEGIN { if (s > 0) printf "%d", (n - 1) * f * 8 * 1e9 / s }')
 echo "$n datagrams under a $rate bit/s limit: $got arrived, $in_order in order, the last ${span:-?} ns after the first: ${pace:-?} bit/s"
 check "a $rate bit/s limit: all $n datagrams arrive, in order" test "$got:$in_order" = "$n:$n"
-check "... one 1442-byte frame time apart (85-110% of the limit)" \
+check "... one $frame-byte frame time apart (85-110% of the limit)" \
 	awk -v p="${pace:-0}" -v r=$rate 'BEGIN { exit !(p >= 0.85 * r && p <= 1.1 * r) }'
 check "... fault_rate_limited moved" test "$(fstat rate_limited)" -gt "$rl0"
 
