@@ -56,7 +56,13 @@ rx_bytes() { ethtool -S "$1" 2> /dev/null | awk '/^ *rx[0-9]*_bytes:/ { s += $2 
 both_rx() { echo $(($(ip netns exec ns1 bash -c "$(declare -f rx_bytes); rx_bytes dta") + \
 		     $(ip netns exec ns2 bash -c "$(declare -f rx_bytes); rx_bytes dtb"))); }
 passed() { grep -q "^ok: .* 0 failures in all, $1 ranks, up to $2 bytes" /tmp/mpi.out; }
-show() { grep -av "bad prefix\|pmix_mca_\|^or$\|^	\|^ *$" /tmp/mpi.out | tail -15; }
+# show: the job's end and, before it, the first 30 lines btl/devtcp wrote
+# (where a failed MPI_Init says why).
+show() {
+	grep -av "bad prefix\|pmix_mca_\|^or$\|^	\|^ *$" /tmp/mpi.out |
+		awk '{ l[NR] = $0 } END { for (i = 1; i <= NR; i++)
+			if (i > NR - 15 || (l[i] ~ /btl:devtcp/ && ++b <= 30)) print l[i] }'
+}
 
 for btl in devtcp,self tcp,self; do
 	b0=$(both_rx)
