@@ -25,6 +25,11 @@ _Static_assert(RDPM_QUEUES_MAX == RDPM_MAX_QUEUES, "queue limits of API and prot
 
 #define EVQ		16	/* events kept while waiting for a reply */
 #define LOCAL_MAX	16	/* in-process bindings */
+/* How long a request waits for its reply: binding a large dma-buf can take
+ * the daemon tens of seconds on a slow kernel (KASAN and DMA-API debugging
+ * under TCG, beside another VM); a daemon that never answers still fails
+ * the call instead of hanging it. */
+#define REPLY_TIMEOUT_S	120
 
 /* An in-process binding: its own NIC handle, so closing it restores. */
 struct local_binding {
@@ -153,9 +158,9 @@ static int xfer_buf(struct rdpm_client *c, uint16_t type, const void *body, size
 	int err = xfer_send(c, type, body, len, fd, &id);
 
 	while (!err) {
-		err = xfer_recv(c, buf, cap, &h, 30000);
+		err = xfer_recv(c, buf, cap, &h, REPLY_TIMEOUT_S * 1000);
 		if (err == -ETIMEDOUT)
-			return devmem_fail(err, "rdpmd did not answer within 30 s");
+			return devmem_fail(err, "rdpmd did not answer within %d s", REPLY_TIMEOUT_S);
 		if (err < 0)
 			return err;
 		if (!err || h.id != id) {
