@@ -4,10 +4,12 @@
  * pseudo-random pattern, the receiver checks every byte against its offset
  * in the stream and reports mismatches, bytes and throughput.
  *
- *   tcp_stream recv [-6] -p PORT -n BYTES [-s SEED] [-V]
- *   tcp_stream send [-6] -a ADDR -p PORT -n BYTES [-s SEED]
+ *   tcp_stream recv [-6] -p PORT -n BYTES [-s SEED] [-V] [-R]
+ *   tcp_stream send [-6] -a ADDR -p PORT -n BYTES [-s SEED] [-R]
  *
  *   -V  (recv) count the bytes but do not check them, for benchmarks
+ *   -R  the connection is reset when the process exits or is killed
+ *       (SO_LINGER 0), so that no orphaned socket outlives it
  *
  * Exit status: 0 when all BYTES arrived (intact, unless -V), 1 otherwise,
  * 2 on usage. The receiver's last line, "stats ...", gives the receive's CPU
@@ -33,8 +35,8 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: tcp_stream recv [-6] -p PORT -n BYTES [-s SEED] [-V]\n"
-			"       tcp_stream send [-6] -a ADDR -p PORT -n BYTES [-s SEED]\n");
+	fprintf(stderr, "usage: tcp_stream recv [-6] -p PORT -n BYTES [-s SEED] [-V] [-R]\n"
+			"       tcp_stream send [-6] -a ADDR -p PORT -n BYTES [-s SEED] [-R]\n");
 	exit(2);
 }
 
@@ -56,6 +58,17 @@ static int make_addr(int v6, const char *addr, int port, struct sockaddr_storage
 	s4->sin_port = htons(port);
 	*len = sizeof(*s4);
 	return addr ? inet_pton(AF_INET, addr, &s4->sin_addr) == 1 : 1;
+}
+
+/* -R: closing @s, at exit too, resets the connection at once. */
+static int reset_on_close;
+
+static void set_reset_on_close(int s)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	if (reset_on_close && setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof(l)))
+		perror("tcp_stream: SO_LINGER");
 }
 
 static double tv_secs(struct timeval tv)
@@ -88,6 +101,7 @@ static int do_recv(int v6, int port, uint64_t total, uint64_t seed, int validate
 		perror("tcp_stream: accept");
 		return 1;
 	}
+	set_reset_on_close(s);
 	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now();
 	while (got < total) {
@@ -148,6 +162,7 @@ static int do_send(int v6, const char *addr, int port, uint64_t total, uint64_t 
 		return 2;
 	}
 	s = socket(ss.ss_family, SOCK_STREAM, 0);
+	set_reset_on_close(s);
 	/* The receiver may still be starting: retry for up to 10 s. */
 	for (tries = 0; connect(s, (struct sockaddr *)&ss, len); tries++) {
 		if (tries == 100 || (errno != ECONNREFUSED && errno != ENETUNREACH)) {
@@ -193,7 +208,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		usage();
 	optind = 2;
-	while ((opt = getopt(argc, argv, "6a:p:n:s:V")) != -1) {
+	while ((opt = getopt(argc, argv, "6a:p:n:s:VR")) != -1) {
 		switch (opt) {
 		case '6': v6 = 1; break;
 		case 'a': addr = optarg; break;
@@ -201,6 +216,7 @@ int main(int argc, char **argv)
 		case 'n': total = strtoull(optarg, NULL, 0); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'V': validate = 0; break;
+		case 'R': reset_on_close = 1; break;
 		default: usage();
 		}
 	}
