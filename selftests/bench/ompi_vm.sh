@@ -9,13 +9,16 @@
 # same boot; then NetPIPE (NPopenmpi, Debian's netpipe-openmpi) over btl/tcp
 # and btl/devtcp with devmem. Writes /devtcp-out/{tcp,devtcp,devmem,inplace}.bw
 # and netpipe-{tcp,devmem}.np, and the devmem ranks' summaries (bytes read
-# in place, copied) to devmem.summary.
+# in place, copied) to devmem.summary. With DEVTCP_BENCH_MPI_ROUNDS=N the
+# four mpi_bw runs go round N times in turn (NAME.bw.R each round), and
+# NAME.bw holds each size's median; DEVTCP_BENCH_NETPIPE=0 leaves NetPIPE out.
 . "$(dirname "$0")/../lib.sh"
 set -u
 VMBUILD=/devtcp/build/ompi-vm
 MAX=${DEVTCP_BENCH_MPI_MAX:-16777216}
 SECS=${DEVTCP_BENCH_MPI_SECS:-1}
 MTU=${DEVTCP_BENCH_MPI_MTU:-9000}
+ROUNDS=${DEVTCP_BENCH_MPI_ROUNDS:-1}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path=$VMBUILD:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi40
 [ -x $VMBUILD/mpi_bw ] || fail "$VMBUILD/mpi_bw is not built; run 'make' first"
@@ -36,17 +39,33 @@ job() {
 		--mca btl_devtcp_devmem "$dm" --mca btl_devtcp_verbose 1 "$@"
 }
 inplace="--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size 16384"
-for run in "tcp tcp off" "devtcp devtcp off" "devmem devtcp auto" "inplace devtcp auto $inplace"; do
-	read -r name btl dm mca <<< "$run"
-	echo "== mpi_bw over $name"
-	# shellcheck disable=SC2086
-	job "$btl" "$dm" ${mca:-} $VMBUILD/mpi_bw "$MAX" "$SECS" > /tmp/$name.out 2>&1
-	grep -a '^[0-9]' /tmp/$name.out > /devtcp-out/$name.bw
-	grep -a 'devmem: .* payload bytes\|devmem: fragments of' /tmp/$name.out |
-		sed "s/^/$name: /" >> /devtcp-out/devmem.summary
-	cat /devtcp-out/$name.bw
+runs=(tcp devtcp devmem inplace)
+for r in $(seq "$ROUNDS"); do
+	for run in "tcp tcp off" "devtcp devtcp off" "devmem devtcp auto" "inplace devtcp auto $inplace"; do
+		read -r name btl dm mca <<< "$run"
+		echo "== mpi_bw over $name, round $r of $ROUNDS"
+		# shellcheck disable=SC2086
+		job "$btl" "$dm" ${mca:-} $VMBUILD/mpi_bw "$MAX" "$SECS" > /tmp/$name.out 2>&1
+		grep -a '^[0-9]' /tmp/$name.out > /devtcp-out/$name.bw.$r
+		grep -a 'devmem: .* payload bytes\|devmem: fragments of' /tmp/$name.out |
+			sed "s/^/$name, round $r: /" >> /devtcp-out/devmem.summary
+		cat /devtcp-out/$name.bw.$r
+	done
 done
-for run in "tcp tcp off" "devmem devtcp auto"; do
+# Each size's median over the rounds (bandwidth and latency apart).
+for name in "${runs[@]}"; do
+	cat /devtcp-out/$name.bw.* | sort -k1,1n -k2,2g | awk '
+		{ n[$1]++; bw[$1, n[$1]] = $2; lat[$1, n[$1]] = $3 }
+		END { for (s in n) { c = n[s]; m = int((c + 1) / 2)
+			# latencies sorted apart
+			k = 0; for (i = 1; i <= c; i++) l[++k] = lat[s, i]
+			for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++)
+				if (l[j] < l[i]) { t = l[i]; l[i] = l[j]; l[j] = t }
+			print s, bw[s, m], l[m] } }' | sort -n > /devtcp-out/$name.bw
+done
+netpipe=("tcp tcp off" "devmem devtcp auto")
+[ "${DEVTCP_BENCH_NETPIPE:-1}" = 0 ] && netpipe=()
+for run in "${netpipe[@]}"; do
 	read -r name btl dm <<< "$run"
 	echo "== NetPIPE over $name"
 	# -p 0: no perturbed sizes beside each power of two, a third of the
