@@ -52,16 +52,14 @@ for r in $(seq "$ROUNDS"); do
 		cat /devtcp-out/$name.bw.$r
 	done
 done
-# Each size's median over the rounds (bandwidth and latency apart).
+# median NAME COLUMN: each size's median of COLUMN over the rounds.
+median() {
+	cat /devtcp-out/$1.bw.* | sort -k1,1n -k"$2,$2"g | awk -v c="$2" '
+		{ v[$1] = v[$1] " " $c }
+		END { for (s in v) { n = split(v[s], a, " "); print s, a[int((n + 1) / 2)] } }' | sort -k1,1
+}
 for name in "${runs[@]}"; do
-	cat /devtcp-out/$name.bw.* | sort -k1,1n -k2,2g | awk '
-		{ n[$1]++; bw[$1, n[$1]] = $2; lat[$1, n[$1]] = $3 }
-		END { for (s in n) { c = n[s]; m = int((c + 1) / 2)
-			# latencies sorted apart
-			k = 0; for (i = 1; i <= c; i++) l[++k] = lat[s, i]
-			for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++)
-				if (l[j] < l[i]) { t = l[i]; l[i] = l[j]; l[j] = t }
-			print s, bw[s, m], l[m] } }' | sort -n > /devtcp-out/$name.bw
+	join <(median "$name" 2) <(median "$name" 3) | sort -n > /devtcp-out/$name.bw
 done
 netpipe=("tcp tcp off" "devmem devtcp auto")
 [ "${DEVTCP_BENCH_NETPIPE:-1}" = 0 ] && netpipe=()
