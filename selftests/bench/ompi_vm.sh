@@ -11,7 +11,10 @@
 # and netpipe-{tcp,devmem}.np, and the devmem ranks' summaries (bytes read
 # in place, copied) to devmem.summary. With DEVTCP_BENCH_MPI_ROUNDS=N the
 # four mpi_bw runs go round N times in turn (NAME.bw.R each round), and
-# NAME.bw holds each size's median; DEVTCP_BENCH_NETPIPE=0 leaves NetPIPE out.
+# NAME.bw holds each size's median; each round starts one run later than the
+# last. /devtcp-out/losses: per run, the TCP segments retransmitted, the
+# retransmission timeouts and the packets the NICs dropped.
+# DEVTCP_BENCH_NETPIPE=0 leaves NetPIPE out.
 . "$(dirname "$0")/../lib.sh"
 set -u
 VMBUILD=/devtcp/build/ompi-vm
@@ -38,14 +41,32 @@ job() {
 		-x OMPI_MCA_mca_base_component_path --mca pml ob1 --mca btl "$btl",self \
 		--mca btl_devtcp_devmem "$dm" --mca btl_devtcp_verbose 1 "$@"
 }
+# losses: TCP segments retransmitted, retransmission timeouts and packets
+# the NICs dropped, both namespaces together, since the pair was made.
+losses() {
+	local ns dev
+	for ns in ns1:dta ns2:dtb; do
+		dev=${ns#*:} ns=${ns%:*}
+		ip netns exec "$ns" nstat -asz TcpRetransSegs TcpExtTCPTimeouts
+		ip netns exec "$ns" cat /sys/class/net/"$dev"/statistics/{rx,tx}_dropped | sed 's/^/drops /'
+	done | awk '{ v[$1] += $2 } END { print v["TcpRetransSegs"] + 0, v["TcpExtTCPTimeouts"] + 0, v["drops"] + 0 }'
+}
 inplace="--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size 16384"
 runs=(tcp devtcp devmem inplace)
+specs=("tcp tcp off" "devtcp devtcp off" "devmem devtcp auto" "inplace devtcp auto $inplace")
+: > /devtcp-out/losses
 for r in $(seq "$ROUNDS"); do
-	for run in "tcp tcp off" "devtcp devtcp off" "devmem devtcp auto" "inplace devtcp auto $inplace"; do
-		read -r name btl dm mca <<< "$run"
+	# Each round starts one run later, so that no run is always first
+	# (or last) in the boot's sequence of jobs.
+	for i in 0 1 2 3; do
+		read -r name btl dm mca <<< "${specs[$(((i + r - 1) % 4))]}"
 		echo "== mpi_bw over $name, round $r of $ROUNDS"
+		before=$(losses)
 		# shellcheck disable=SC2086
 		job "$btl" "$dm" ${mca:-} $VMBUILD/mpi_bw "$MAX" "$SECS" > /tmp/$name.out 2>&1
+		paste -d' ' <(echo "$before") <(losses) |
+			awk -v n="$name" -v r="$r" '{ print n, r, $4 - $1, $5 - $2, $6 - $3 }' \
+			>> /devtcp-out/losses
 		grep -a '^[0-9]' /tmp/$name.out > /devtcp-out/$name.bw.$r
 		grep -a 'devmem: .* payload bytes\|devmem: fragments of' /tmp/$name.out |
 			sed "s/^/$name, round $r: /" >> /devtcp-out/devmem.summary
