@@ -17,8 +17,10 @@
 # limited to its share; nothing is left on the NICs afterwards. A dma-buf
 # too small for the connections fails every rank, saying so. An unauthorised rank and a missing daemon fail every
 # rank, saying why; so does a drain of rank 0's NIC by rdpmctl during a job,
-# within 10 s.
+# within 10 s (times DEVTCP_TIME_SCALE: make check-debug's kernel is several
+# times slower, and the collectives' timeout stretches alike).
 . "$(dirname "$0")/../lib.sh"
+scale=${DEVTCP_TIME_SCALE:-1}
 
 prog=/devtcp/selftests/coll/coll_check
 devmem=/devtcp/userspace/tools/devmem
@@ -235,15 +237,16 @@ AS1=("${USER1000[@]}")
 # allreduces on the world and, on a second thread, on a dup sharing the
 # binding; rdpmctl drains dta. Rank 0 hears of it from rdpmd: both its
 # communicators fail naming the drain, and shut their connections down, so
-# rank 1 fails too: every rank within 10 s, where the timeout is 60 s.
+# rank 1 fails too: every rank within 10 s, where the timeout is 60 s (both
+# times the scale).
 loop=/devtcp/selftests/coll/coll_loop
 declare -A DRAIN_PID
 for r in 1 0; do
 	ns=ns$((r + 1)) dev=dt$([ $r = 0 ] && echo a || echo b)
 	ip netns exec $ns "${USER1000[@]}" env DEVCOLL_RANK=$r DEVCOLL_SIZE=2 \
 		DEVCOLL_ADDR=10.99.0.1:7900 DEVCOLL_RX=devmem DEVCOLL_DEVMEM_IFACE=$dev \
-		DEVCOLL_DEVMEM_RDPM=on RDPM_SOCKET=/tmp/rdpm/$ns.sock DEVCOLL_TIMEOUT_MS=60000 \
-		DEVCOLL_LOOP_S=300 timeout 400 $loop > /tmp/coll.drain.$r 2> /tmp/coll.drain.$r.err &
+		DEVCOLL_DEVMEM_RDPM=on RDPM_SOCKET=/tmp/rdpm/$ns.sock DEVCOLL_TIMEOUT_MS=$((60000 * scale)) \
+		DEVCOLL_LOOP_S=$((300 * scale)) timeout $((400 * scale)) $loop > /tmp/coll.drain.$r 2> /tmp/coll.drain.$r.err &
 	DRAIN_PID[$r]=$!
 done
 looping() { grep -q looping /tmp/coll.drain.0 && grep -q looping /tmp/coll.drain.1; }
@@ -255,11 +258,11 @@ done
 check "drain: both ranks loop on allreduces through rdpmd's bindings" looping
 t0=$(date +%s%N)
 check "drain: rdpmctl drains dta" /devtcp/rdpm/rdpmctl -s /tmp/rdpm/ns1.sock drain dta
-while ! exited && [ $(($(date +%s%N) - t0)) -lt 10000000000 ]; do
+while ! exited && [ $(($(date +%s%N) - t0)) -lt $((10000000000 * scale)) ]; do
 	sleep 0.05
 done
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "drain: every rank exits within 10 s of it (took $ms ms)" exited
+check "drain: every rank exits within $((10 * scale)) s of it (took $ms ms)" exited
 kill "${DRAIN_PID[0]}" "${DRAIN_PID[1]}" 2> /dev/null
 wait "${DRAIN_PID[0]}"
 rc0=$?
