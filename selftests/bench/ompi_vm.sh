@@ -52,14 +52,13 @@ losses() {
 	done | awk '{ v[$1] += $2 } END { print v["TcpRetransSegs"] + 0, v["TcpExtTCPTimeouts"] + 0, v["drops"] + 0 }'
 }
 inplace="--mca btl_devtcp_devmem_inplace 1 --mca btl_devtcp_devmem_page_size 16384"
-runs=(tcp devtcp devmem inplace)
 specs=("tcp tcp off" "devtcp devtcp off" "devmem devtcp auto" "inplace devtcp auto $inplace")
 : > /devtcp-out/losses
 for r in $(seq "$ROUNDS"); do
 	# Each round starts one run later, so that no run is always first
 	# (or last) in the boot's sequence of jobs.
-	for i in 0 1 2 3; do
-		read -r name btl dm mca <<< "${specs[$(((i + r - 1) % 4))]}"
+	for i in "${!specs[@]}"; do
+		read -r name btl dm mca <<< "${specs[$(((i + r - 1) % ${#specs[@]}))]}"
 		echo "== mpi_bw over $name, round $r of $ROUNDS"
 		before=$(losses)
 		# shellcheck disable=SC2086
@@ -79,7 +78,8 @@ median() {
 		{ v[$1] = v[$1] " " $c }
 		END { for (s in v) { n = split(v[s], a, " "); print s, a[int((n + 1) / 2)] } }' | sort -k1,1
 }
-for name in "${runs[@]}"; do
+for spec in "${specs[@]}"; do
+	name=${spec%% *}
 	join <(median "$name" 2) <(median "$name" 3) | sort -n > /devtcp-out/$name.bw
 done
 netpipe=("tcp tcp off" "devmem devtcp auto")

@@ -142,23 +142,7 @@ static int udmabuf_size_ok(size_t size)
 	return 0;
 }
 
-/*
- * udmabuf builds the table it syncs CPU access through at the first
- * DMA_BUF_IOCTL_SYNC, without a lock (begin_cpu_udmabuf): two first syncs at
- * once, by processes sharing the buffer (rdpmd's shared one) or by threads,
- * build one each and one of them leaks. So it is built here, while only the
- * creator holds the buffer. A failure shows again, with its reason, at
- * devmem_cpu_begin().
- */
-static void build_cpu_table(int fd)
-{
-	struct dma_buf_sync sync = { .flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ };
-
-	if (!ioctl(fd, DMA_BUF_IOCTL_SYNC, &sync)) {
-		sync.flags = DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ;
-		ioctl(fd, DMA_BUF_IOCTL_SYNC, &sync);
-	}
-}
+static int sync_buf(struct devmem_mem *mem, unsigned int dir, bool start);
 
 DEVMEM_EXPORT int devmem_mem_udmabuf(struct devmem_mem **out, size_t size, unsigned int flags)
 {
@@ -222,8 +206,16 @@ DEVMEM_EXPORT int devmem_mem_udmabuf(struct devmem_mem **out, size_t size, unsig
 	}
 	/* The dma-buf holds the memfd's pages; our descriptors can go. */
 	ret = new_mem(out, DEVMEM_MEM_UDMABUF, fd, rsize, true);
-	if (!ret)
-		build_cpu_table(fd);
+	/*
+	 * udmabuf builds the table it syncs CPU access through at the first
+	 * DMA_BUF_IOCTL_SYNC, without a lock (begin_cpu_udmabuf): two first
+	 * syncs at once, by processes sharing the buffer (rdpmd's shared one)
+	 * or by threads, build one each and one of them leaks. So it is built
+	 * here, while only the creator holds the buffer. A failure shows
+	 * again, with its reason, at devmem_cpu_begin().
+	 */
+	if (!ret && !sync_buf(*out, DEVMEM_CPU_READ, true))
+		sync_buf(*out, DEVMEM_CPU_READ, false);
 out_memfd:
 	close(memfd);
 out_dev:
