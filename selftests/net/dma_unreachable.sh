@@ -9,6 +9,9 @@
 
 FAULT=/devtcp/userspace/tools/devtcp-fault
 q=3
+# Waits stretch by DEVTCP_TIME_SCALE: on make check-debug's kernel, beside
+# the other VM, a tool that makes and binds a 64 MiB udmabuf took over 20 s.
+scale=${DEVTCP_TIME_SCALE:-1}
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 devmem_steer ns2 dtb $q 5001 5002 5003 || fail "cannot steer ports 5001-5003 to queue $q"
 fault() { local ns=$1; shift; ip netns exec "$ns" $FAULT "$@"; }
@@ -32,7 +35,7 @@ refused() {
 	shift
 	restarts=$(stat ns2 dtb rx${q}_restarts)
 	n0=$(stat ns2 dtb fault_dma_unreachable)
-	out=$(timeout 20 "$@" 2>&1)
+	out=$(timeout $((20 * scale)) "$@" 2>&1)
 	rc=$?
 	echo "$out"
 	check "$what is refused (exit $rc)" test $rc = 1
@@ -55,13 +58,21 @@ check "host memory is not affected: a plain stream arrives intact" \
 fault ns2 set dtb dma-unreachable 0
 
 # A stream slowed to 100 Mbit/s (about 5 s) loses the device's DMA for 2 s
-# after its first second: frames are dropped while it lasts, TCP resends
-# them, and every byte arrives.
+# once its first 100 frames have passed: frames are dropped while it lasts,
+# TCP resends them, and every byte arrives.
 bytes=60000000
 fault ns1 set dta rate 100M
-# outage NS DEV: dma-unreachable on DEV for 2 s, a second from now.
+# outage NS DEV rx|tx: dma-unreachable on DEV for 2 s, once DEV has moved
+# 100 frames in that direction since the call, so that the outage falls
+# inside the stream however long its tool takes to set up (a devmem sender
+# on the debug kernel took longer than a fixed 1 s wait plus the outage).
 outage() {
-	sleep 1
+	local f=/sys/class/net/$2/statistics/$3_packets n0 i
+	n0=$(ip netns exec "$1" cat "$f")
+	for ((i = 0; i < 600 * scale; i++)); do
+		[ "$(ip netns exec "$1" cat "$f")" -ge $((n0 + 100)) ] && break
+		sleep 0.1
+	done
 	fault "$1" set "$2" dma-unreachable 1
 	sleep 2
 	fault "$1" set "$2" dma-unreachable 0
@@ -72,7 +83,7 @@ ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n $bytes -s 42 \
 	--idle-timeout 60 > /tmp/rx.out 2>&1 &
 rx=$!
 wait_listen /tmp/rx.out
-outage ns2 dtb &
+outage ns2 dtb rx &
 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n $bytes -s 42 > /dev/null
 wait $rx
 rc=$?
@@ -93,7 +104,7 @@ print(json.load(sys.stdin)[0]['stats64']['tx']['dropped'])")
 ip netns exec ns2 selftests/net/tcp_stream recv -p 5002 -n $bytes -s 43 > /tmp/rx.out 2>&1 &
 rx=$!
 wait_listen /tmp/rx.out
-outage ns1 dta &
+outage ns1 dta tx &
 timeout 600 ip netns exec ns1 selftests/net/devmem_tx -i dta -a 10.99.0.2 -p 5002 -n $bytes \
 	-s 43 > /tmp/tx.out 2>&1
 rc=$?
