@@ -8,6 +8,10 @@ KSFT_FAIL=1
 KSFT_SKIP=4
 # vm/run says which build of the module this kernel loads.
 DEVTCP_KO=${DEVTCP_KO:-/devtcp/kernel/devtcp.ko}
+# Tests multiply their waits and time bounds by this: make check-debug sets
+# it to 4, its kernel (KASAN, lockdep, kmemleak under TCG) being that much
+# slower beside the other VM; 1 in make check.
+scale=${DEVTCP_TIME_SCALE:-1}
 
 fails=0
 failed=()

@@ -20,7 +20,6 @@
 # within 10 s (times DEVTCP_TIME_SCALE: make check-debug's kernel is several
 # times slower, and the collectives' timeout stretches alike).
 . "$(dirname "$0")/../lib.sh"
-scale=${DEVTCP_TIME_SCALE:-1}
 
 prog=/devtcp/selftests/coll/coll_check
 devmem=/devtcp/userspace/tools/devmem

@@ -18,7 +18,7 @@ e() { ip netns exec ns2 ethtool "$@"; }
 stat() { ethtool_stat ns2 dtb "$1"; }
 genl() { ip netns exec ns2 python3 selftests/net/genl.py "$@"; }
 
-out=$(timeout 20 $rx -q $q -p 5000 -n 1 2>&1)
+out=$(timeout $((20 * scale)) $rx -q $q -p 5000 -n 1 2>&1)
 check "bind-rx with header split off is refused" test $? = 1
 echo "$out"
 # Kernels with hds-thresh (6.14) check header split themselves; 6.12 finds
@@ -33,7 +33,7 @@ ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 pools() { page_pools ns2 "$ifindex"; }
 pools_unbound=$(pools)
 
-out=$(timeout 20 $rx -q 8 -p 5000 -n 1 2>&1)
+out=$(timeout $((20 * scale)) $rx -q 8 -p 5000 -n 1 2>&1)
 check "bind-rx to a queue that does not exist is refused" test $? = 1
 echo "$out"
 
@@ -77,7 +77,7 @@ wait_listen /tmp/rx2.out
 out=$(e -G dtb tcp-data-split off 2>&1)
 check "header split cannot be turned off while bound" test $? -ne 0
 echo "$out"
-out=$(timeout 20 $rx -q $q -p 5003 -n 1 2>&1)
+out=$(timeout $((20 * scale)) $rx -q $q -p 5003 -n 1 2>&1)
 check "binding the same queue twice is refused" test $? = 1
 echo "$out"
 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5002 -n 100000000 -s 1 > /dev/null

@@ -28,7 +28,7 @@ refused() {
 	shift 2
 	restarts=$(stat rx${q}_restarts)
 	pools0=$(pools)
-	out=$(timeout 20 $rx -q $q -p 5000 -n 1 "$@" 2>&1)
+	out=$(timeout $((20 * scale)) $rx -q $q -p 5000 -n 1 "$@" 2>&1)
 	rc=$?
 	echo "$out"
 	check "$what is refused (exit $rc)" test $rc = 1

@@ -9,9 +9,8 @@
 
 FAULT=/devtcp/userspace/tools/devtcp-fault
 q=3
-# Waits stretch by DEVTCP_TIME_SCALE: on make check-debug's kernel, beside
-# the other VM, a tool that makes and binds a 64 MiB udmabuf took over 20 s.
-scale=${DEVTCP_TIME_SCALE:-1}
+# Waits stretch by lib.sh's scale: on make check-debug's kernel, beside the
+# other VM, a tool that makes and binds a 64 MiB udmabuf took over 20 s.
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 devmem_steer ns2 dtb $q 5001 5002 5003 || fail "cannot steer ports 5001-5003 to queue $q"
 fault() { local ns=$1; shift; ip netns exec "$ns" $FAULT "$@"; }

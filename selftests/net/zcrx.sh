@@ -23,7 +23,7 @@ pools() { page_pools ns2 "$ifindex"; }
 pools0=$(pools)
 echo "before: $pools0"
 
-out=$(timeout 20 $rx -q $q -p 5000 -n 1 2>&1)
+out=$(timeout $((20 * scale)) $rx -q $q -p 5000 -n 1 2>&1)
 check "zcrx registration with header split off is refused" test $? = 1
 echo "$out"
 check "... with EINVAL and a hint at header split" \
@@ -32,7 +32,7 @@ check "... the hint names tcp-data-split" grep -q "tcp-data-split on" <<< "$out"
 
 devmem_steer ns2 dtb $q 5001 5002 || fail "cannot steer ports 5001, 5002 to queue $q"
 
-out=$(timeout 20 $rx -q 8 -p 5000 -n 1 2>&1)
+out=$(timeout $((20 * scale)) $rx -q 8 -p 5000 -n 1 2>&1)
 check "zcrx registration on a queue that does not exist is refused (ERANGE)" \
 	grep -q "Numerical result out of range" <<< "$out"
 echo "$out"
@@ -71,7 +71,7 @@ check "registering and unregistering restarted queue $q twice" \
 timeout 600 $rx -q $q -p 5002 -n 20000000 > /tmp/zcrx2.out 2>&1 &
 pid=$!
 wait_listen /tmp/zcrx2.out
-out=$(timeout 20 $rx -q $q -p 5003 -n 1 -d 2>&1)
+out=$(timeout $((20 * scale)) $rx -q $q -p 5003 -n 1 -d 2>&1)
 check "registering zcrx on a queue that has one is refused (EEXIST)" \
 	grep -q "File exists" <<< "$out"
 echo "$out"

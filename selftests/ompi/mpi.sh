@@ -32,8 +32,7 @@ export OMPI_MCA_mca_base_component_path=$VMBUILD:/usr/lib/x86_64-linux-gnu/openm
 # with DEVTCP_MPI_MAX.
 MAX=${DEVTCP_MPI_MAX:-16777216}
 # Waits for ranks to start and jobs to end stretch by DEVTCP_TIME_SCALE
-# (make check-debug: the debug kernel is several times slower).
-scale=${DEVTCP_TIME_SCALE:-1}
+# (lib.sh's scale).
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 
