@@ -21,6 +21,7 @@ ip netns exec ns2 $devmem nic setup dtb --reserve 2 || fail "nic setup failed"
 
 echo
 echo "== devmem rx on dtb queue $q  <-  devmem tx from dta, $bytes bytes"
+: > /tmp/rx.err
 ip netns exec ns2 $devmem rx --iface dtb --queue $q --port 5001 --steer --bytes "$bytes" \
 	--pattern 42 > /tmp/rx.out 2> /tmp/rx.err &
 rx=$!

@@ -182,9 +182,12 @@ softirq_each_cpu() {
 }
 
 # wait_listen FILE: until the receiver writing FILE says it listens (10 s at
-# most), so that its sender does not connect too early.
+# most, times scale), so that its sender does not connect too early. Empty
+# FILE before starting the receiver (: > FILE): its own "> FILE" runs in the
+# background, and until it does, a listening line of an earlier receiver in
+# FILE passes at once.
 wait_listen() {
-	for _ in $(seq 100); do grep -q listening "$1" && return 0; sleep 0.1; done
+	for _ in $(seq $((100 * scale))); do grep -q listening "$1" && return 0; sleep 0.1; done
 	return 1
 }
 
@@ -222,6 +225,7 @@ wait_buffers_back() {
 # so its binding goes while frames still arrive. Fails if it never listened.
 devmem_rebind_cycle() {
 	local rx tx rc=0
+	: > /tmp/rx.out
 	ip netns exec ns2 /devtcp/selftests/net/devmem_rx -i dtb -q "$1" -p "$2" -n 4000000000 \
 		> /tmp/rx.out 2>&1 &
 	rx=$!
@@ -243,6 +247,7 @@ devmem_rebind_cycle() {
 stream_to() {
 	local out=$1 port=$2 n=$3 seed=$4 pid rc
 	shift 4
+	: > "$out"
 	timeout 600 ip netns exec ns2 "$@" -p "$port" -n "$n" -s "$seed" > "$out" 2>&1 &
 	pid=$!
 	wait_listen "$out"

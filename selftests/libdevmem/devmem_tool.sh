@@ -42,6 +42,7 @@ assert all(p['dmabuf_id'] == 0 and not p['detached'] for p in d['page_pools']), 
 " "$json"
 
 # While a receiver holds queue 6, show reports its binding and page pool.
+: > /tmp/rx0.err
 ip netns exec ns2 timeout 60 $devmem rx --iface dtb --queue 6 --port 5000 > /dev/null 2> /tmp/rx0.err &
 pid=$!
 wait_listen /tmp/rx0.err
@@ -64,6 +65,7 @@ rx_run() {
 	local rxopts=()
 	while [ "$1" != -- ]; do rxopts+=("$1"); shift; done
 	shift
+	: > /tmp/rx.err
 	b timeout 300 $devmem rx --iface dtb --queue "$q" --port "$port" --steer "${rxopts[@]}" \
 		> /tmp/rx.out 2> /tmp/rx.err &
 	pid=$!
@@ -122,6 +124,7 @@ fi
 head -c 30000001 /dev/urandom > /tmp/in.bin
 rx_file() {
 	local pid rc
+	: > /tmp/rx.err
 	b timeout 600 $devmem rx --iface dtb --queue 6 --port 5005 --steer --output /tmp/out.bin \
 		> /tmp/rx.out 2> /tmp/rx.err &
 	pid=$!

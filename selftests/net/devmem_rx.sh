@@ -71,6 +71,7 @@ check "binding and unbinding restarted queue $q twice" \
 
 # While bound: the core refuses what would break the binding.
 # a hang guard: 100 MB take a minute under KASAN and lockdep (check-debug)
+: > /tmp/rx2.out
 timeout 600 $rx -q $q -p 5002 -n 100000000 > /tmp/rx2.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx2.out
@@ -96,6 +97,7 @@ check "after unbinding, queue $q receives plain TCP into host memory" \
 	plain_stream 5001 50000000 23
 # Channels: with no rule and no RSS entry on queue 3, only its binding
 # stops a shrink below it.
+: > /tmp/rx3.out
 timeout 60 $rx -q $q -p 5009 -n 1 > /tmp/rx3.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx3.out

@@ -84,6 +84,7 @@ check "... in fragments of at most a page (largest $(largest))" test "$(largest)
 # A queue re-created while bound (a ring change closes and opens every
 # queue) takes its buffer size from the binding again, not the page size.
 ring=$(ip netns exec ns2 ethtool -g dtb | awk '/^RX:/ { v = $2 } END { print v }')
+: > /tmp/rx.out
 timeout 600 $rx -q $q -p 5001 -n 20000000 -s 28 -H --rx-page-size 16384 > /tmp/rx.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx.out
@@ -101,6 +102,7 @@ ip netns exec ns2 ethtool -G dtb rx "$ring"
 ip -n ns1 link set dta mtu 1500 && ip -n ns2 link set dtb mtu 1500 || fail "cannot set MTU 1500"
 
 # While bound: the core refuses a threshold that would keep payload from it.
+: > /tmp/rx2.out
 timeout 600 $rx -q $q -p 5002 -n 20000000 > /tmp/rx2.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx2.out

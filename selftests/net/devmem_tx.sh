@@ -24,6 +24,7 @@ bufs0=$(dmabufs)
 to_plain() {
 	local port=$1 n=$2 seed=$3 pid rc
 	shift 3
+	: > /tmp/rx.out
 	ip netns exec ns2 selftests/net/tcp_stream recv -p "$port" -n "$n" -s "$seed" \
 		> /tmp/rx.out 2>&1 &
 	pid=$!
@@ -46,6 +47,7 @@ check "odd chunk sizes (sends not page aligned) arrive intact" \
 devmem_steer ns2 dtb $q 5002 || fail "cannot steer port 5002 to queue $q"
 devmem_to_devmem() {
 	local n=$1 pid rc
+	: > /tmp/rx.out
 	ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5002 -n "$n" -s 34 \
 		> /tmp/rx.out 2>&1 &
 	pid=$!
@@ -62,6 +64,7 @@ check "... and the receiver got it all through its dma-buf" grep -q " 0 linear i
 # Sends done the wrong way get the kernel's errors.
 bad_send() {
 	local pid rc
+	: > /tmp/rx.out
 	ip netns exec ns2 timeout 20 selftests/net/tcp_stream recv -p 5003 -n 1 > /tmp/rx.out 2>&1 &
 	pid=$!
 	wait_listen /tmp/rx.out
@@ -86,6 +89,7 @@ ip -n ns1 addr add 10.98.0.1/24 dev vA
 ip -n ns2 addr add 10.98.0.2/24 dev vB
 ip -n ns1 link set vA up
 ip -n ns2 link set vB up
+: > /tmp/rx.out
 ip netns exec ns2 timeout 20 selftests/net/tcp_stream recv -p 5005 -n 1000000 > /tmp/rx.out 2>&1 &
 pid=$!
 wait_listen /tmp/rx.out

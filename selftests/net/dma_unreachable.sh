@@ -78,6 +78,7 @@ outage() {
 }
 
 f0=$(stat ns2 dtb rx${q}_dma_faults); n0=$(stat ns2 dtb fault_dma_unreachable)
+: > /tmp/rx.out
 ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n $bytes -s 42 \
 	--idle-timeout 60 > /tmp/rx.out 2>&1 &
 rx=$!
@@ -100,6 +101,7 @@ check "... and counted as refused transfers" \
 n0=$(stat ns1 dta fault_dma_unreachable)
 drops0=$(ip -n ns1 -s -j link show dta | python3 -c "import json, sys
 print(json.load(sys.stdin)[0]['stats64']['tx']['dropped'])")
+: > /tmp/rx.out
 ip netns exec ns2 selftests/net/tcp_stream recv -p 5002 -n $bytes -s 43 > /tmp/rx.out 2>&1 &
 rx=$!
 wait_listen /tmp/rx.out

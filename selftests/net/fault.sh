@@ -133,6 +133,7 @@ rate=1500000 n=400 size=1400
 frame=$((14 + 20 + 8 + size))
 rl0=$(fstat rate_limited)
 fault set dta rate $rate
+: > /tmp/pace.out
 ip netns exec ns2 python3 /devtcp/selftests/net/udp_pace.py recv 5410 $n > /tmp/pace.out &
 pace_pid=$!
 wait_listen /tmp/pace.out || fail "the pace receiver did not start"

@@ -90,6 +90,7 @@ pools() { page_pools ns2 "$ifindex"; }
 devmem_stream() {
 	local bytes=$1 seed=$2 pid rc
 	shift 2
+	: > /tmp/rx.out
 	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n "$bytes" -s "$seed" --idle-timeout 60 "$@" \
 		> /tmp/rx.out 2>&1 &
 	pid=$!
@@ -207,6 +208,7 @@ if want 5; then
 		sed -n 's/.*bytes_acked:\([0-9]*\).*/\1/p' | head -1; }
 	rmem() { ip netns exec ns2 ss -tmn sport = 5001 | sed -n 's/.*skmem:(r\([0-9]*\),.*/\1/p' | head -1; }
 	f0=$(ethtool_stat ns2 dtb rx${q}_alloc_fail)
+	: > /tmp/rx.out
 	ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 20000000 -s 14 -b 1048576 --stall 20 \
 		--idle-timeout 60 > /tmp/rx.out 2>&1 &
 	pid=$!
@@ -325,6 +327,7 @@ if want 7; then
 		# its FIN to a device that is gone: once, not for minutes.
 		ip netns exec ns2 sysctl -qw net.ipv4.tcp_orphan_retries=1
 		fault set dta drop 1%
+		: > /tmp/rx.out
 		ip netns exec ns2 $RX -i dtb -q $q -p 5001 -n 4000000000 -b 4194304 > /tmp/rx.out 2>&1 &
 		rx=$!
 		wait_listen /tmp/rx.out

@@ -13,6 +13,7 @@ echo "$out"
 check "after it, teardown finds every page back" grep -qx "fails 0" <<< "$out"
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair again"
+: > /tmp/held.out
 ip netns exec ns2 /devtcp/selftests/net/tcp_stream recv -p 5101 -n 1000000 -s 2 > /tmp/held.out &
 rx=$!
 wait_listen /tmp/held.out || fail "the receiver never listened"

@@ -68,6 +68,7 @@ check "registering and unregistering restarted queue $q twice" \
 	test "$(stat rx${q}_restarts)" = $((restarts0 + 2))
 
 # While registered: the queue has a memory provider and is refused to another.
+: > /tmp/zcrx2.out
 timeout 600 $rx -q $q -p 5002 -n 20000000 > /tmp/zcrx2.out 2>&1 &
 pid=$!
 wait_listen /tmp/zcrx2.out
