@@ -67,6 +67,14 @@ void dmabuf_create_udmabuf(struct dmabuf *db, size_t size)
 	close(devfd);
 	close(memfd);
 	dmabuf_map(db, size);
+	/*
+	 * udmabuf builds the table it syncs CPU access through at the first
+	 * DMA_BUF_IOCTL_SYNC, without a lock: the processes of --conns, forked
+	 * after this, would each build one at once and leak all but one
+	 * (kmemleak). Built here, while this process alone holds the buffer.
+	 */
+	dmabuf_sync(db, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
+	dmabuf_sync(db, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
 }
 
 /* A dma-buf of the system dma-heap. */
