@@ -135,6 +135,7 @@ struct mca_btl_base_endpoint_t {
 	unsigned int rx_nfrags, rx_frags_cap;
 	size_t rx_linear;		/* bytes of it copied into rx_data */
 	unsigned char *rx_put;		/* a put's destination, NULL: a message */
+	struct devtcp_gpu *gpu;		/* receiving from a GPU dma-buf */
 	unsigned char *cb;		/* control connection's read buffer */
 	size_t cb_start, cb_end;
 	unsigned char *rx_bounce;	/* a payload in too many pieces, gathered */
@@ -178,6 +179,7 @@ struct devtcp_module {
 	uint64_t bytes_bounced;		/* copied: too many pieces for one message */
 	uint64_t bytes_put;		/* copied from it into a put's destination */
 	uint64_t bytes_linear;		/* arrived in host memory */
+	uint64_t bytes_gpu;		/* gathered from a GPU dma-buf, then copied */
 	struct pollfd *pfd;
 	struct mca_btl_base_endpoint_t **pep;
 	size_t pfd_cap;
@@ -193,6 +195,8 @@ struct devtcp_component {
 	int ctrl_port, data_port;
 	int verbose;
 	char *devmem_mode;
+	char *devmem_mem;
+	int devmem_cuda_device;
 	size_t devmem_size;
 	int devmem_queue;
 	int devmem_inplace;
@@ -229,8 +233,15 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 int devtcp_devmem_link(struct devtcp_module *m, int fd);
 void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
 const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset);
+struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m);
+bool devtcp_devmem_on_gpu(struct devtcp_module *m);
 int devtcp_devmem_events(struct devtcp_module *m);
 int devtcp_devmem_fd(struct devtcp_module *m);
+
+/* btl_devtcp_gpu.c */
+int devtcp_gpu_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+		    struct devmem_rx *rx, unsigned char *dst, size_t len);
+void devtcp_gpu_free(struct mca_btl_base_endpoint_t *ep);
 
 /* btl_devtcp_endpoint.c */
 struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc);

@@ -89,9 +89,22 @@ static int devtcp_register(void)
 		"otherwise plain), on (the same, and MPI_Init fails when it cannot), off",
 		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1,
 		MCA_BASE_VAR_SCOPE_READONLY, &c->devmem_mode);
+	c->devmem_mem = "udmabuf";
+	mca_base_component_var_register(&c->super.btl_version, "devmem_mem",
+		"What the dma-buf is: udmabuf (host memory, default; the PML reads payloads in "
+		"place or puts copy them once) or cuda (GPU memory of btl_devtcp_devmem_cuda_device, "
+		"a dma-buf of the rank's own: payloads are gathered on the GPU by libdevmem's unpack "
+		"kernels and copied once into the host buffers the PML gives, as this Open MPI is "
+		"built without CUDA support)",
+		MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+		MCA_BASE_VAR_SCOPE_READONLY, &c->devmem_mem);
+	c->devmem_cuda_device = 0;
+	reg_int("devmem_cuda_device",
+		"The CUDA device whose memory the dma-buf is, with btl_devtcp_devmem_mem cuda",
+		&c->devmem_cuda_device);
 	c->devmem_size = 64 << 20;
 	mca_base_component_var_register(&c->super.btl_version, "devmem_size",
-		"Bytes of the dma-buf (udmabuf) each rank receives into",
+		"Bytes of the dma-buf each rank receives into",
 		MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_4,
 		MCA_BASE_VAR_SCOPE_READONLY, &c->devmem_size);
 	c->devmem_queue = -1;

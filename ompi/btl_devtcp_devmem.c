@@ -3,7 +3,9 @@
  * The devmem receive path: a dma-buf bound to a queue of the interface, and
  * the data port steered there, through rdpmd when one listens (unprivileged
  * ranks) or directly (CAP_NET_ADMIN), all with libdevmem. Payloads of data
- * links then land in the dma-buf; the PML reads them in place.
+ * links then land in the dma-buf; the PML reads them in place. A dma-buf in
+ * GPU memory (btl_devtcp_devmem_mem cuda) is never mapped: the GPU reads it
+ * (btl_devtcp_gpu.c).
  */
 #include "btl_devtcp.h"
 
@@ -31,7 +33,8 @@ struct devtcp_devmem {
 	uint32_t rule;
 	bool have_rule;
 	struct devmem_mem *mem;
-	unsigned char *map;
+	bool gpu;			/* mem is CUDA device memory */
+	unsigned char *map;		/* NULL on the GPU */
 	unsigned int queue;
 	size_t page_size;		/* of the binding's buffers */
 	int *links;			/* devmem data links accepted */
@@ -186,10 +189,22 @@ int devtcp_devmem_open(struct devtcp_module *m)
 			    c->devmem_mode);
 		return OPAL_ERR_BAD_PARAM;
 	}
+	if (!c->devmem_mem || (strcmp(c->devmem_mem, "udmabuf") && strcmp(c->devmem_mem, "cuda"))) {
+		opal_output(0, "btl:devtcp: btl_devtcp_devmem_mem is '%s': want udmabuf or cuda",
+			    c->devmem_mem ? c->devmem_mem : "");
+		return OPAL_ERR_BAD_PARAM;
+	}
+	if (!strcmp(c->devmem_mem, "cuda") && c->devmem_inplace) {
+		opal_output(0, "btl:devtcp: btl_devtcp_devmem_inplace is 1 and btl_devtcp_devmem_mem "
+			    "is cuda: the PML cannot read payloads in place in GPU memory (set "
+			    "btl_devtcp_devmem_inplace 0)");
+		return OPAL_ERR_BAD_PARAM;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	m->devmem = d;
+	d->gpu = !strcmp(c->devmem_mem, "cuda");
 	memcpy(flow.dst, m->addr.ip, sizeof(flow.dst));
 	d->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	if (c->devmem_page_size < 0 || (c->devmem_page_size &&
@@ -209,7 +224,10 @@ int devtcp_devmem_open(struct devtcp_module *m)
 	} else if (ret) {
 		d->rdpm = NULL;
 	}
-	if (d->rdpm && c->rdpm_shared) {
+	if (d->rdpm && c->rdpm_shared && d->gpu)
+		devtcp_verbose(1, "devmem: a GPU dma-buf of this rank's own (rdpmd's shared "
+			       "dma-bufs are host memory)");
+	else if (d->rdpm && c->rdpm_shared) {
 		ret = rdpm_join_shared(d->rdpm, m->ifname, c->devmem_size,
 				       (uint32_t)c->devmem_page_size, &d->mem, &d->rb);
 		if (ret == -EOPNOTSUPP)
@@ -221,7 +239,9 @@ int devtcp_devmem_open(struct devtcp_module *m)
 			d->shared = true;
 	}
 	/* Buffers over a page need aligned chunks, which a heap's are. */
-	if (!d->shared && (size_t)c->devmem_page_size > d->page_size)
+	if (d->gpu)
+		ret = devmem_mem_cuda(&d->mem, c->devmem_cuda_device, (size_t)c->devmem_size);
+	else if (!d->shared && (size_t)c->devmem_page_size > d->page_size)
 		ret = devmem_mem_heap(&d->mem, NULL, (size_t)c->devmem_size);
 	else if (!d->shared)
 		ret = devmem_mem_udmabuf(&d->mem, (size_t)c->devmem_size, 0);
@@ -284,14 +304,18 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		if (ret)
 			goto fail_msg;
 	}
-	d->map = devmem_cpu_begin(d->mem, DEVMEM_CPU_READ);
-	if (!d->map) {
+	d->map = d->gpu ? NULL : devmem_cpu_begin(d->mem, DEVMEM_CPU_READ);
+	if (!d->gpu && !d->map) {
 		ret = -EIO;
 		goto fail_msg;
 	}
 	m->addr.devmem = 1;
 	if (c->devmem_inplace)
 		cap_for_inplace(m, d->page_size);
+	if (d->gpu)
+		devtcp_verbose(1, "devmem: the dma-buf is GPU memory (CUDA device %d): payloads are "
+			       "gathered there by the unpack kernels, then copied to host buffers",
+			       c->devmem_cuda_device);
 	if (d->shared)
 		devtcp_verbose(1, "devmem: a %zu-byte share of the host's shared %zu-byte dma-buf %u, "
 			       "bound to queue %u of %s by rdpmd, %zu-byte buffers; data port %u "
@@ -357,16 +381,26 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 		unsigned char linear[64];
 		unsigned int n = 0, i;
 		ssize_t got;
+		int err = 0;
 
 		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, 16, &n, linear,
 					  sizeof(linear));
 		for (i = 0; i < n; i++) {
-			memcpy((char *)buf + *done, f[i].dmabuf_id ? m->devmem->map + f[i].offset :
-				f[i].linear, f[i].len);
+			char *to = (char *)buf + *done;
+
+			if (f[i].dmabuf_id && m->devmem->gpu)
+				err |= devmem_mem_read(m->devmem->mem, f[i].offset, to, f[i].len);
+			else
+				memcpy(to, f[i].dmabuf_id ? m->devmem->map + f[i].offset : f[i].linear,
+				       f[i].len);
 			*done += f[i].len;
 			devmem_rx_release(rx, &f[i]);
 		}
 		devmem_rx_flush(rx);
+		if (err) {
+			errno = EIO;
+			return -1;
+		}
 		if (got == -EAGAIN)
 			return 0;
 		if (got <= 0) {
@@ -418,6 +452,16 @@ void devtcp_devmem_unlink(struct devtcp_module *m, int fd)
 const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset)
 {
 	return m->devmem->map + offset;
+}
+
+struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m)
+{
+	return m->devmem->mem;
+}
+
+bool devtcp_devmem_on_gpu(struct devtcp_module *m)
+{
+	return m->devmem && m->devmem->gpu;
 }
 
 int devtcp_devmem_events(struct devtcp_module *m)

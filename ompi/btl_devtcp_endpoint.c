@@ -128,11 +128,14 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 	for (i = 0; i < DEVTCP_MAX_LINKS; i++) {
 		if (ep->rx_devmem[i]) {
 			devtcp_devmem_unlink(m, ep->rx_data_fd[i]);
+			if (ep->gpu)	/* its kernels done with what it holds */
+				devmem_rx_unpack_wait(ep->rx_devmem[i]);
 			devmem_rx_close(ep->rx_devmem[i]);
 		}
 		close_fd(&ep->data_fd[i]);
 		close_fd(&ep->rx_data_fd[i]);
 	}
+	devtcp_gpu_free(ep);
 	free(ep->rx_frags);
 	free(ep->rx_bounce);
 	free(ep->cb);
@@ -731,7 +734,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 	struct devtcp_frame *fr = &ep->rx_frame;
 	size_t max = m->super.btl_max_send_size;
 	int delivered = 0, rc = 0;
-	bool put;
+	bool put, gpu;
 
 	while (!ep->failed && ep->rx_ctrl_fd >= 0 && delivered < DEVTCP_RX_BURST) {
 		switch (ep->rx_state) {
@@ -791,7 +794,11 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			if (ep->rx_data_fd[fr->link] < 0)
 				return delivered; /* its connection is still being accepted */
 			put = fr->flags & DEVTCP_FRAME_PUT;
-			if (put && ep->rx_devmem[fr->link])
+			gpu = ep->rx_devmem[fr->link] && devtcp_devmem_on_gpu(m);
+			if (gpu)
+				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link],
+						     put ? ep->rx_put : ep->rx_data, fr->data_len);
+			else if (put && ep->rx_devmem[fr->link])
 				rc = put_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
 			else if (put)
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_put, fr->data_len,
@@ -817,6 +824,8 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				delivered++;
 				continue;
 			}
+			if (gpu)	/* in rx_data: bytes_gpu counted them */
+				goto deliver;
 			if (ep->rx_devmem[fr->link]) {
 				deliver_devmem(m, ep, ep->rx_devmem[fr->link]);
 				delivered++;

@@ -81,6 +81,10 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 			       (unsigned long long)m->bytes_bounced,
 			       (unsigned long long)m->bytes_put,
 			       (unsigned long long)m->bytes_linear);
+	if (devtcp_devmem_on_gpu(m))
+		devtcp_verbose(1, "devmem: %llu payload bytes gathered in GPU memory by the unpack "
+			       "kernels and copied from there into host buffers",
+			       (unsigned long long)m->bytes_gpu);
 	devtcp_devmem_close(m);
 	close(m->ctrl_listen);
 	close(m->data_listen);

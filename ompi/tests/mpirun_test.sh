@@ -8,8 +8,9 @@
 # (mpi_threads, 8 threads per rank under MPI_THREAD_MULTIPLE); both under
 # ASan and UBSan too (a sanitizer build of the component, the runtimes
 # preloaded into each rank; Open MPI's own leaks keep the leak check off); a
-# bad or twice-named btl_devtcp_if_include, family, data_links, put_limit
-# or devmem_page_size ends MPI_Init with a message naming the parameter.
+# bad or twice-named btl_devtcp_if_include, family, data_links, put_limit,
+# devmem_page_size or devmem_mem (also cuda with devmem_inplace) ends
+# MPI_Init with a message naming the parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -31,7 +32,7 @@ else
 	bad "ompi_info does not list btl/devtcp:"; sed 's/^/  /' <<< "$info" | head
 fi
 for p in if_include data_links data_min ctrl_port data_port verbose devmem devmem_size \
-	devmem_queue devmem_inplace devmem_page_size rdpm_socket; do
+	devmem_queue devmem_inplace devmem_page_size devmem_mem devmem_cuda_device rdpm_socket; do
 	grep -A1 "\"btl_devtcp_$p\"" <<< "$info" | tail -1 | grep -q '[a-z]' ||
 		bad "btl_devtcp_$p has no help text"
 done
@@ -162,4 +163,9 @@ refused "btl_devtcp_put_limit 2 GiB" \
 refused "btl_devtcp_devmem_page_size 12288" \
 	"btl_devtcp_devmem_page_size is 12288: want 0 or a power of two" \
 	--mca btl_devtcp_devmem_page_size 12288
+refused "btl_devtcp_devmem_mem gpu" "btl_devtcp_devmem_mem is 'gpu': want udmabuf or cuda" \
+	--mca btl_devtcp_devmem_mem gpu
+refused "btl_devtcp_devmem_mem cuda with btl_devtcp_devmem_inplace 1" \
+	"btl_devtcp_devmem_inplace is 1 and btl_devtcp_devmem_mem is cuda" \
+	--mca btl_devtcp_devmem_mem cuda --mca btl_devtcp_devmem_inplace 1
 [ $fails = 0 ]

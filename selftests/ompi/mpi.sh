@@ -14,7 +14,9 @@
 # 1: fragments capped to what ob1's 16 segments hold; large messages by put,
 # over IPv6 sends only; on the direct path with 16 KiB receive buffers
 # at MTU 9000 where the kernel has rx-page-size; a stale rule for the data
-# port, as a killed rank leaves, removed first), also with 4 ranks, two
+# port, as a killed rank leaves, removed first; into GPU memory, the
+# stand-in libcuda's, every payload gathered by the unpack kernels and none
+# read by the CPU), also with 4 ranks, two
 # per namespace, each on a reserved queue of its own (through rdpmd: both
 # ranks of a namespace in one shared dma-buf that rdpmd binds once, with
 # 16 KiB buffers where the kernel has them), with 4 threads per rank under
@@ -96,7 +98,15 @@ counts() {
 landed() { counts "$1" | awk '{ print $1 + $2 + $3 }'; }
 put_bytes() { counts "$1" | awk '{ print $3 }'; }
 copied() { counts "$1" | awk '{ print $2 }'; }
-# devmem_checks WHAT: after a devmem run, the payload in both dma-bufs.
+# gpu_bytes RANKHOST: the payload bytes a rank gathered from its GPU
+# dma-buf (btl_devtcp_devmem_mem cuda).
+gpu_bytes() {
+	sed -n "s/^\[$1:[0-9]*\] btl:devtcp: devmem: \([0-9]*\) payload bytes gathered in GPU memory.*/\1/p" \
+		/tmp/mpi.out | awk '{ s += $1 } END { print s + 0 }'
+}
+# devmem_checks WHAT [gpu]: after a devmem run, the payload in both
+# dma-bufs, read by the CPU in place or put (with gpu: gathered on the GPU,
+# none of it read by the CPU).
 devmem_checks() {
 	local ns dev host q1
 	for ns in ns1 ns2; do
@@ -105,10 +115,17 @@ devmem_checks() {
 		q1=$(devq_rx $ns $dev)
 		check "$1: $dev's devmem queues received the payload ($((q1 - ${q0[$ns]})) bytes)" \
 			test $((q1 - ${q0[$ns]})) -ge "$DMAX"
-		check "... the rank on $host read $(landed $host) payload bytes from its dma-buf" \
-			test "$(landed $host)" -ge "$DMAX"
-		check "... all of them in place: none copied out ($(copied $host))" \
-			test "$(copied $host)" = 0
+		if [ "${2:-}" = gpu ]; then
+			check "... the rank on $host gathered $(gpu_bytes $host) payload bytes on the GPU" \
+				test "$(gpu_bytes $host)" -ge "$DMAX"
+			check "... and the CPU read none in the dma-buf ($(landed $host))" \
+				test "$(landed $host)" = 0 -a "$(grep -c "^\[$host:[0-9]*\] btl:devtcp: devmem: 0 payload bytes read in place" /tmp/mpi.out)" = 1
+		else
+			check "... the rank on $host read $(landed $host) payload bytes from its dma-buf" \
+				test "$(landed $host)" -ge "$DMAX"
+			check "... all of them in place: none copied out ($(copied $host))" \
+				test "$(copied $host)" = 0
+		fi
 		check "... nothing is bound or steered on $dev after the job" nothing_left $ns $dev
 	done
 }
@@ -151,6 +168,25 @@ for host in 10.99.0.1 10.99.0.2; do
 		test "$(put_bytes $host)" -gt 0
 done
 devmem_checks "devmem, direct"
+# The dma-buf in GPU memory (btl_devtcp_devmem_mem cuda), the stand-in
+# libcuda's (userspace/libdevmem/tests/fake_cuda.c): its device memory is
+# mapped PROT_NONE for the rank, so a payload read other than through the
+# unpack kernels and the driver's copies crashes it; its kernels run each
+# launch 20 us late, so a token handed back before its batch ran would let
+# the NIC overwrite the bytes first (mpi_check compares every byte).
+fake=/devtcp/userspace/libdevcoll/tests/fake_cuda.so
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+SECONDS=0
+mpi_run 2 "$MAX" devtcp,self --mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 \
+	--mca btl_devtcp_devmem_mem cuda -x DEVMEM_LIBCUDA=$fake -x FAKE_CUDA_UDMABUF=1 \
+	-x FAKE_CUDA_KERNEL_US=20
+rc=$?
+check "devmem into GPU memory (stand-in libcuda), direct: every check passes (exit $rc, $SECONDS s)" \
+	passed 2 "$MAX"
+passed 2 "$MAX" || show
+check "... each rank's dma-buf was GPU memory, read by the unpack kernels" \
+	test "$(grep -c "the dma-buf is GPU memory (CUDA device 0)" /tmp/mpi.out)" = 2
+devmem_checks "devmem into GPU memory" gpu
 # The same over IPv6 (fd99::1 and fd99::2): tcp6 rules steer the data ports.
 # Sends only (no put): large messages in fragments of the in-place cap,
 # each read in place by ob1.
