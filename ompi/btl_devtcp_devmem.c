@@ -52,14 +52,17 @@ static bool mode_is(const char *want)
 static int devmem_error(const char *what)
 {
 	const struct devtcp_component *c = &mca_btl_devtcp_component;
-	char page[96] = "";
+	char page[64] = "", gpu[96] = "";
 
 	if (c->devmem_page_size)
 		snprintf(page, sizeof(page), "; btl_devtcp_devmem_page_size is %d",
 			 c->devmem_page_size);
-	opal_output(0, "btl:devtcp: devmem: %s: %s (MCA parameter btl_devtcp_devmem is %s%s%s)",
+	if (c->devmem_mem && !strcmp(c->devmem_mem, "cuda"))
+		snprintf(gpu, sizeof(gpu), "; btl_devtcp_devmem_mem is cuda, "
+			 "btl_devtcp_devmem_cuda_device %d", c->devmem_cuda_device);
+	opal_output(0, "btl:devtcp: devmem: %s: %s (MCA parameter btl_devtcp_devmem is %s%s%s%s)",
 		    what, devmem_last_error(), c->devmem_mode,
-		    mode_is("on") ? "" : "; off receives without devmem", page);
+		    mode_is("on") ? "" : "; off receives without devmem", page, gpu);
 	return OPAL_ERROR;
 }
 

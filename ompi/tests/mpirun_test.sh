@@ -9,8 +9,9 @@
 # ASan and UBSan too (a sanitizer build of the component, the runtimes
 # preloaded into each rank; Open MPI's own leaks keep the leak check off); a
 # bad or twice-named btl_devtcp_if_include, family, data_links, put_limit,
-# devmem_page_size or devmem_mem (also cuda with devmem_inplace) ends
-# MPI_Init with a message naming the parameter.
+# devmem_page_size or devmem_mem (also cuda with devmem_inplace, or where
+# libcuda cannot be loaded) ends MPI_Init with a message naming the
+# parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -168,4 +169,7 @@ refused "btl_devtcp_devmem_mem gpu" "btl_devtcp_devmem_mem is 'gpu': want udmabu
 refused "btl_devtcp_devmem_mem cuda with btl_devtcp_devmem_inplace 1" \
 	"btl_devtcp_devmem_inplace is 1 and btl_devtcp_devmem_mem is cuda" \
 	--mca btl_devtcp_devmem_mem cuda --mca btl_devtcp_devmem_inplace 1
+refused "btl_devtcp_devmem_mem cuda where there is no libcuda" \
+	"btl_devtcp_devmem is on; btl_devtcp_devmem_mem is cuda, btl_devtcp_devmem_cuda_device 0)" \
+	--mca btl_devtcp_devmem on --mca btl_devtcp_devmem_mem cuda -x DEVMEM_LIBCUDA=/nonexistent/libcuda.so.1
 [ $fails = 0 ]
