@@ -16,7 +16,7 @@
 # at MTU 9000 where the kernel has rx-page-size; a stale rule for the data
 # port, as a killed rank leaves, removed first; into GPU memory, the
 # stand-in libcuda's, every payload gathered by the unpack kernels and none
-# read by the CPU), also with 4 ranks, two
+# read by the CPU, directly and through rdpmd), also with 4 ranks, two
 # per namespace, each on a reserved queue of its own (through rdpmd: both
 # ranks of a namespace in one shared dma-buf that rdpmd binds once, with
 # 16 KiB buffers where the kernel has them), with 4 threads per rank under
@@ -314,6 +314,22 @@ for ns in ns1 ns2; do
 			grep -q 'disconnected; 1 binding(s) released' /tmp/rdpm/$ns.log"
 done
 devmem_checks "devmem through rdpmd, a dma-buf per rank"
+# A GPU dma-buf through rdpmd: with the default btl_devtcp_rdpm_shared each
+# rank still registers one of its own (rdpmd's shared buffers are host
+# memory), which rdpmd binds.
+q0[ns1]=$(devq_rx ns1 dta) q0[ns2]=$(devq_rx ns2 dtb)
+SECONDS=0
+mpi_run_app 2 $DMAX devtcp,self "/devtcp/selftests/ompi/rdpm-env $VMBUILD/mpi_check" \
+	--mca btl_devtcp_devmem on --mca btl_devtcp_verbose 1 --mca btl_devtcp_devmem_mem cuda \
+	-x DEVMEM_LIBCUDA=$fake -x FAKE_CUDA_UDMABUF=1 -x FAKE_CUDA_KERNEL_US=20
+rc=$?
+check "devmem into GPU memory through rdpmd: every check passes (exit $rc, $SECONDS s)" \
+	passed 2 $DMAX
+passed 2 $DMAX || show
+check "... each rank registered a GPU dma-buf of its own, which rdpmd bound" \
+	test "$(grep -c "a GPU dma-buf of this rank's own" /tmp/mpi.out)" = 2 -a \
+	"$(grep -c "dma-buf bound to queue [67] of dt[ab] by rdpmd" /tmp/mpi.out)" = 2
+devmem_checks "devmem into GPU memory through rdpmd" gpu
 # Then the default: the ranks of a host share one dma-buf per NIC, which
 # rdpmd allocates and binds once (rdpm_join_shared).
 for ns in ns1 ns2; do cp /tmp/rdpm/$ns.log /tmp/rdpm/$ns.log.mark; done
