@@ -107,6 +107,12 @@ same_and_dmabuf cuda
 for r in 0 1; do
 	check "cuda rank $r: the dma-buf was GPU memory, read through the unpack kernels" \
 		grep -q "the dma-buf is GPU memory (CUDA device 0)" /tmp/coll.cuda.$r.err
+	# int32, fp16, bf16, fp32 and fp64 reduce on the GPU, the fragments
+	# read where they lie; the other types on the host
+	red=$(sed -n 's/.* \([0-9]*\) reduced on the GPU as they lay in the dma-buf.*/\1/p' \
+		/tmp/coll.cuda.$r.err | awk '{ s += $1 } END { print s + 0 }')
+	check "cuda rank $r: reductions ran on the GPU, reading the fragments in place ($red bytes)" \
+		test "$red" -gt 0
 done
 # GPU buffers too (coll_gpu): devcoll_recv() into device memory, 1 byte to
 # 16 MiB each way, goes straight there (every byte of it, and nothing

@@ -81,6 +81,7 @@ struct dm_gpu {
 	char *host;			/* ... and read back, for a reduction */
 	size_t cap;
 	bool direct;			/* this one into the caller's device buffer */
+	bool reduce;			/* this one reduced on the GPU */
 };
 
 struct dm_state {
@@ -95,7 +96,7 @@ struct dm_state {
 	/* an element split across fragments, per connection */
 	unsigned char (*carry)[8];
 	unsigned int *carry_len;
-	uint64_t dmabuf_bytes, linear_bytes, gpu_direct_bytes;
+	uint64_t dmabuf_bytes, linear_bytes, gpu_direct_bytes, gpu_reduced_bytes;
 	unsigned int local_conns;	/* to ranks on this host: plain */
 	bool debug;
 };
@@ -587,7 +588,9 @@ void dc_dm_free(devcoll_comm *c)
 			d->nrules, d->local_conns);
 	if (d->debug && d->gpu)
 		fprintf(stderr, "devcoll rank %d: devmem: %llu bytes received straight into GPU "
-			"buffers\n", c->rank, (unsigned long long)d->gpu_direct_bytes);
+			"buffers, %llu reduced on the GPU as they lay in the dma-buf\n", c->rank,
+			(unsigned long long)d->gpu_direct_bytes,
+			(unsigned long long)d->gpu_reduced_bytes);
 	/* the others' share grows */
 	if (d->core)
 		core_socks(d->core, c, false, false);
@@ -705,11 +708,40 @@ static int gpu_ready(struct dm_state *d, struct dm_gpu *g, size_t whole)
 	return ret;
 }
 
+/* The unpack kernels' type and operation for reduction @red: false for
+ * the types they lack (8, 16 and 64-bit integers, unsigned ones), which
+ * the host reduces. AVG sums (dc_avg_finish() divides at the end). */
+static bool gpu_reduction(reduce_fn red, enum devmem_unpack_type *type,
+			  enum devmem_unpack_op *op)
+{
+	static const struct { enum devcoll_dtype t; enum devmem_unpack_type u; } types[] = {
+		{ DEVCOLL_INT32, DEVMEM_UNPACK_INT32 }, { DEVCOLL_FP16, DEVMEM_UNPACK_FP16 },
+		{ DEVCOLL_BF16, DEVMEM_UNPACK_BF16 }, { DEVCOLL_FP32, DEVMEM_UNPACK_FP32 },
+		{ DEVCOLL_FP64, DEVMEM_UNPACK_FP64 },
+	};
+	static const struct { enum devcoll_op o; enum devmem_unpack_op u; } ops[] = {
+		{ DEVCOLL_SUM, DEVMEM_UNPACK_SUM }, { DEVCOLL_PROD, DEVMEM_UNPACK_PROD },
+		{ DEVCOLL_MIN, DEVMEM_UNPACK_MIN }, { DEVCOLL_MAX, DEVMEM_UNPACK_MAX },
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		for (size_t j = 0; j < sizeof(ops) / sizeof(ops[0]); j++)
+			if (dc_reduce_fn(types[i].t, ops[j].o) == red) {
+				*type = types[i].u;
+				*op = ops[j].u;
+				return true;
+			}
+	return false;
+}
+
 /*
  * dc_dm_recv() on a CUDA dma-buf: the message (a payload, or a header
  * outside one) is gathered in the connection's device buffer, one batch a
- * call, and copied to @dst (or reduced into it with @a) by the call that
- * completes it. The engine reads a payload only once it is complete.
+ * call, and copied to @dst by the call that completes it. A reduction of a
+ * type the kernels have starts from @a copied into that buffer, and the
+ * kernels reduce each batch into it as its fragments lie in the dma-buf
+ * (no gather first); the call that completes it copies the result to
+ * @dst. The engine reads a payload only once it is complete.
  */
 static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, void *dst,
 			const void *a, size_t len, reduce_fn red, size_t es)
@@ -725,12 +757,18 @@ static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, voi
 		/* a point-to-point payload for a device buffer (a receive
 		 * left unstaged, cuda.c) goes straight there; collectives'
 		 * chunks never do, so they ask the driver nothing */
+		enum devmem_unpack_type type = DEVMEM_UNPACK_INT32;
+		enum devmem_unpack_op op = DEVMEM_UNPACK_COPY;
+
 		g->direct = k->rinpay && !red && k->rhdr.kind == K_SEND &&
 			    dc_cuda_on_device(dst0);
+		g->reduce = red && gpu_reduction(red, &type, &op);
 		ret = gpu_ready(d, g, g->direct ? 0 : whole);
+		if (!ret && g->reduce)
+			ret = devmem_mem_write(g->dev, 0, a0, whole);
 		if (!ret)
 			ret = devmem_unpack_begin(g->u, g->direct ? dst0 : devmem_mem_cuda_ptr(g->dev),
-						  whole, DEVMEM_UNPACK_INT32, DEVMEM_UNPACK_COPY, 1);
+						  whole, type, op, 1);
 		if (ret)
 			return dc_fail(ret, "devmem: %s", devmem_last_error());
 	}
@@ -740,10 +778,12 @@ static ssize_t gpu_recv(devcoll_comm *c, struct dm_state *d, struct conn *k, voi
 	d->dmabuf_bytes += (uint64_t)n;
 	if (g->direct)
 		d->gpu_direct_bytes += (uint64_t)n;
+	if (g->reduce)
+		d->gpu_reduced_bytes += (uint64_t)n;
 	if (at + (size_t)n < whole)
 		return n;
 	ret = devmem_rx_unpack_wait(k->drx);
-	if (!ret && !g->direct && red) {
+	if (!ret && !g->direct && red && !g->reduce) {
 		if (!g->host)
 			g->host = malloc(g->cap);
 		ret = g->host ? devmem_mem_read(g->dev, 0, g->host, whole) : -ENOMEM;
