@@ -182,9 +182,14 @@ int devmem_cuda_copy(struct devmem_cuda *c, uint64_t off, void *host, size_t len
 	ret = ctx_enter(c, &prev, to_device ? "writing" : "reading");
 	if (ret)
 		return ret;
-	if (to_device)
+	/* From pageable memory cuMemcpyHtoD may return before its DMA has
+	 * landed; a kernel on another stream (devmem_unpack's is
+	 * non-blocking) must find the bytes there, so wait for it. */
+	if (to_device) {
 		res = c->api->memcpy_htod(c->base + off, host, len);
-	else
+		if (res == CUDA_SUCCESS)
+			res = c->api->stream_synchronize(NULL);
+	} else
 		res = c->api->memcpy_dtoh(host, c->base + off, len);
 	ctx_leave(c, prev);
 	if (res != CUDA_SUCCESS)
