@@ -36,7 +36,9 @@ static bool mid_chunk(const struct conn *k)
 /*
  * A failing rank tells its peers why before it shuts its connections down:
  * a K_ABORT header and the message on every connection. A chunk under way is
- * finished first, for at most 200 ms in all (the peer may not be reading);
+ * finished first, for at most 2 s in all (the peer may not be reading; 200
+ * ms was too short for a peer in a loaded emulator, which then saw only the
+ * connection close);
  * a peer whose chunk could not be finished sees the connection close. A
  * rank failing on such a message passes the first rank's message on, so
  * every rank can say what went wrong where, not only that a peer left.
@@ -49,7 +51,7 @@ static void send_abort(devcoll_comm *c, int err, int origin, const char *msg)
 	};
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)msg, h.len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-	int64_t end = dc_now_ms() + 200;
+	int64_t end = dc_now_ms() + 2000;
 
 	for (int i = 0; i < c->size * (int)c->nconns; i++) {
 		struct conn *k = &c->conns[i];
