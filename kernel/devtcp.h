@@ -59,6 +59,10 @@ struct devtcp_rxq_stats {
 	u64 split_packets;	/* frames whose payload went to payload buffers */
 	u64 alloc_fail;		/* frames dropped: no buffer */
 	u64 dma_faults;		/* frames dropped: memory the device cannot reach */
+	u64 malformed;		/* frames dropped: a length points past the frame */
+	u64 csum_unnecessary;	/* delivered with the L4 checksum verified */
+	u64 csum_none;		/* delivered for the stack to verify */
+	u64 csum_bad;		/* L4 checksum wrong (delivered unverified) */
 	struct u64_stats_sync syncp;
 };
 
@@ -70,6 +74,7 @@ struct devtcp_rx_mem {
 	struct page_pool *hdr_pool;	/* host memory, skb heads */
 	struct page_pool *data_pool;	/* payload; may be unreadable (devmem) */
 	u32 buf_size;			/* of a payload buffer: PAGE_SIZE or rx-page-size */
+	bool unreadable;		/* data_pool is provider memory */
 	bool hds;			/* header split on */
 	u32 hds_thresh;
 };
@@ -125,12 +130,26 @@ struct devtcp_txq {
 	struct devtcp_fault_q fault;
 };
 
+/*
+ * What the receiving device's parser read of a frame (parse.c). Every
+ * offset and length in it lies within the frame.
+ */
+struct devtcp_parse {
+	u16 hdr_len;		/* L2-L4 headers: where header split cuts */
+	u16 l4_off;		/* the TCP or UDP header, when proto is set */
+	u16 l4_len;		/* ... and the segment's length, by the IP header */
+	u8 proto;		/* IPPROTO_TCP or _UDP with a whole header; else 0 */
+	bool ipv6;
+	bool malformed;		/* a length points past the frame: drop it */
+	bool verifiable;	/* the device can check the L4 checksum */
+	__wsum pseudo;		/* the L4 checksum's pseudo-header sum */
+};
+
 /* skb->cb of a frame on the wire. */
 struct devtcp_skb_cb {
-	u32 gen;		/* the sender's queue generation when it was sent */
-	u16 hdr_len;		/* L2-L4 headers: where header split cuts it */
-	bool l4;		/* hdr_len ends with a TCP or UDP header */
 	u64 release;		/* fault injection: when it may go on the wire */
+	u32 gen;		/* the sender's queue generation when it was sent */
+	struct devtcp_parse parse;
 };
 
 /* Fault injection settings (IFLA_DEVTCP_FAULT); all zero: off. */
@@ -155,6 +174,7 @@ enum {
 	DEVTCP_FAULT_STAT_RATE,
 	DEVTCP_FAULT_STAT_CORRUPT,
 	DEVTCP_FAULT_STAT_DMA,
+	DEVTCP_FAULT_STAT_OVERLIMIT,
 	DEVTCP_FAULT_NSTATS
 };
 
@@ -165,6 +185,7 @@ struct devtcp_fault {
 	struct devtcp_fault_cfg cfg;
 	struct rnd_state rnd;
 	u64 rate_next;			/* ns: when the wire is free again */
+	atomic_long_t line_bytes;	/* truesize of the frames the lines hold */
 	atomic64_t stats[DEVTCP_FAULT_NSTATS];
 };
 
@@ -215,6 +236,9 @@ int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int 
 			unsigned int len);
 int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
 			   const struct sk_buff *src, unsigned int soff, unsigned int len);
+
+/* parse.c */
+void devtcp_parse(const struct sk_buff *skb, struct devtcp_parse *p);
 
 /* link.c */
 int devtcp_link_init(void);

@@ -78,6 +78,10 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 		return -EINVAL;
 	}
 	/* The core has checked the maximums and hds-thresh <= hds_thresh_max. */
+	if (ring->rx_pending == old_rx && ring->tx_pending == old_tx &&
+	    (kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED) == old_hds &&
+	    devtcp_ring_hds_thresh(kring, old_thresh) == old_thresh)
+		return 0;	/* nothing changes: no restart */
 	priv->rx_ring_size = ring->rx_pending;
 	priv->tx_ring_size = ring->tx_pending;
 	/*
@@ -87,7 +91,6 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	 */
 	priv->hds = kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED;
 	priv->hds_thresh = devtcp_ring_hds_thresh(kring, old_thresh);
-	dev->tx_queue_len = priv->tx_ring_size;
 
 	err = devtcp_queues_restart(priv, dev->real_num_rx_queues);
 	if (err) {
@@ -95,7 +98,6 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 		priv->tx_ring_size = old_tx;
 		priv->hds = old_hds;
 		priv->hds_thresh = old_thresh;
-		dev->tx_queue_len = old_tx;
 		if (devtcp_queues_restart(priv, dev->real_num_rx_queues))
 			NL_SET_ERR_MSG(extack,
 				       "queues down: no traffic until the device is set down and up");
@@ -153,6 +155,7 @@ static int devtcp_set_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rx
 
 static const char devtcp_rxq_stat_names[][ETH_GSTRING_LEN] = {
 	"packets", "bytes", "split_packets", "alloc_fail", "restarts", "dma_faults",
+	"malformed", "csum_unnecessary", "csum_none", "csum_bad",
 };
 
 static const char devtcp_txq_stat_names[][ETH_GSTRING_LEN] = {
@@ -203,6 +206,10 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 		*data++ = rs.alloc_fail;
 		*data++ = priv->rxq[q].restarts;
 		*data++ = rs.dma_faults;
+		*data++ = rs.malformed;
+		*data++ = rs.csum_unnecessary;
+		*data++ = rs.csum_none;
+		*data++ = rs.csum_bad;
 	}
 	for (q = 0; q < dev->real_num_tx_queues; q++) {
 		devtcp_txq_stats_read(&priv->txq[q], &ts);

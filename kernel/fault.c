@@ -23,6 +23,12 @@
 #define DEVTCP_FAULT_REORDER_TIMEOUT_NS	(5 * NSEC_PER_MSEC)
 /* The peer's wire ring was full: try again after this long. */
 #define DEVTCP_FAULT_RETRY_NS		(50 * NSEC_PER_USEC)
+/*
+ * What a device's lines may hold (the frames' truesize) before it drops what
+ * comes next, as netem's limit does: the frames wait outside their socket's
+ * send buffer and memory cgroup.
+ */
+#define DEVTCP_FAULT_LINE_MAX		SZ_16M
 
 const char devtcp_fault_stat_names[DEVTCP_FAULT_NSTATS][ETH_GSTRING_LEN] = {
 	[DEVTCP_FAULT_STAT_DROP]	= "fault_drop",
@@ -32,6 +38,7 @@ const char devtcp_fault_stat_names[DEVTCP_FAULT_NSTATS][ETH_GSTRING_LEN] = {
 	[DEVTCP_FAULT_STAT_RATE]	= "fault_rate_limited",
 	[DEVTCP_FAULT_STAT_CORRUPT]	= "fault_corrupt",
 	[DEVTCP_FAULT_STAT_DMA]		= "fault_dma_unreachable",
+	[DEVTCP_FAULT_STAT_OVERLIMIT]	= "fault_overlimit",
 };
 
 static const struct nla_policy devtcp_fault_policy[IFLA_DEVTCP_FAULT_MAX + 1] = {
@@ -110,6 +117,12 @@ static void devtcp_fault_enqueue(struct devtcp_fault_q *fq, struct sk_buff *skb)
 	__skb_queue_tail(&fq->line, skb);
 }
 
+/* A frame leaves the lines: on the wire, or freed. */
+static void devtcp_fault_unline(struct devtcp_fault_q *fq, struct sk_buff *skb)
+{
+	atomic_long_sub(skb->truesize, &fq->priv->fault.line_bytes);
+}
+
 static void devtcp_fault_release_held(struct devtcp_fault_q *fq)
 {
 	devtcp_fault_enqueue(fq, fq->held);
@@ -133,8 +146,10 @@ static u64 devtcp_fault_run(struct devtcp_fault_q *fq, u64 now)
 			break;
 		}
 		__skb_unlink(skb, &fq->line);
+		devtcp_fault_unline(fq, skb);
 		if (devtcp_wire_put(fq->priv, fq->qid, skb)) {
 			/* Wire ring full: the frame keeps its place. */
+			atomic_long_add(skb->truesize, &fq->priv->fault.line_bytes);
 			__skb_queue_head(&fq->line, skb);
 			next = now + DEVTCP_FAULT_RETRY_NS;
 			break;
@@ -201,6 +216,11 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
+	if (atomic_long_read(&f->line_bytes) + skb->truesize > DEVTCP_FAULT_LINE_MAX) {
+		devtcp_fault_count(f, DEVTCP_FAULT_STAT_OVERLIMIT);
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
 
 	skb_tx_timestamp(skb);
 	DEVTCP_SKB_CB(skb)->gen = priv->gen;
@@ -232,6 +252,7 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 
 	spin_lock(&fq->lock);
 	atomic_inc(&txq->inflight);
+	atomic_long_add(skb->truesize, &f->line_bytes);
 	if (reorder && !fq->held) {
 		fq->held = skb;
 		fq->held_left = depth;
@@ -244,6 +265,7 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	}
 	if (copy) {
 		atomic_inc(&txq->inflight);
+		atomic_long_add(copy->truesize, &f->line_bytes);
 		devtcp_fault_enqueue(fq, copy);
 	}
 	devtcp_fault_arm(fq, devtcp_fault_run(fq, now));
@@ -274,6 +296,7 @@ void devtcp_fault_flush(struct devtcp_priv *priv)
 		fq->last_release = 0;
 		spin_unlock_bh(&fq->lock);
 	}
+	atomic_long_set(&priv->fault.line_bytes, 0);
 }
 
 void devtcp_fault_setup(struct devtcp_priv *priv)

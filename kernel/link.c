@@ -59,6 +59,22 @@ err_close:
 }
 
 /*
+ * Our queues run: with the peer up too, both ends have a carrier, and the
+ * peer's TX queues that waited for our wire may go again.
+ */
+static void devtcp_link_ready(struct devtcp_priv *priv)
+{
+	struct net_device *peer = rtnl_dereference(priv->peer);
+
+	netif_tx_wake_all_queues(priv->dev);
+	if (!peer || !(peer->flags & IFF_UP))
+		return;
+	netif_carrier_on(priv->dev);
+	netif_carrier_on(peer);
+	devtcp_tx_wake_waiting(netdev_priv(peer));
+}
+
+/*
  * Applies a new channel count or ring layout: a running device stops its
  * queues, changes, and starts them again with fresh memory. If they cannot
  * start, the device stays up with no queues and no carrier (nothing is sent
@@ -81,7 +97,7 @@ int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels)
 		return err;
 	/* On a failed count change, the old count is in place: reopen it. */
 	if (!devtcp_queues_up(priv)) {
-		netif_tx_wake_all_queues(dev);
+		devtcp_link_ready(priv);
 		return err;
 	}
 	netif_carrier_off(dev);
@@ -101,12 +117,7 @@ static int devtcp_open(struct net_device *dev)
 	if (err)
 		return err;
 	netif_tx_start_all_queues(dev);
-	if (peer->flags & IFF_UP) {
-		netif_carrier_on(dev);
-		netif_carrier_on(peer);
-		/* The peer's queues that waited for our wire may go again. */
-		devtcp_tx_wake_waiting(netdev_priv(peer));
-	}
+	devtcp_link_ready(priv);
 	return 0;
 }
 

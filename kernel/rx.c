@@ -11,29 +11,55 @@
 
 #include "devtcp.h"
 
-static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split)
+/* What the device tells the stack of a frame's L4 checksum. */
+enum devtcp_csum {
+	DEVTCP_CSUM_NONE,	/* not verified: the stack checks it */
+	DEVTCP_CSUM_GOOD,	/* verified, or computed by the sender's device */
+	DEVTCP_CSUM_CHECK,	/* to verify on the copy received */
+	DEVTCP_CSUM_BAD,	/* wrong: the stack drops it and counts */
+};
+
+static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split,
+			    enum devtcp_csum csum)
 {
-	u64_stats_update_begin(&rxq->stats.syncp);
-	rxq->stats.packets++;
-	rxq->stats.bytes += len;
-	rxq->stats.split_packets += split;
-	u64_stats_update_end(&rxq->stats.syncp);
+	struct devtcp_rxq_stats *s = &rxq->stats;
+
+	u64_stats_update_begin(&s->syncp);
+	s->packets++;
+	s->bytes += len;
+	s->split_packets += split;
+	if (csum == DEVTCP_CSUM_GOOD) {
+		s->csum_unnecessary++;
+	} else {
+		s->csum_none++;
+		s->csum_bad += csum == DEVTCP_CSUM_BAD;
+	}
+	u64_stats_update_end(&s->syncp);
 }
 
-/* A frame is dropped: no buffer, or the device could not reach memory. */
-static void devtcp_rx_drop(struct devtcp_rxq *rxq, bool dma_fault)
+enum devtcp_rx_drop_reason {
+	DEVTCP_RX_DROP_ALLOC,	/* no buffer */
+	DEVTCP_RX_DROP_DMA,	/* the device could not reach memory */
+	DEVTCP_RX_DROP_MALFORMED,
+};
+
+static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason why)
 {
-	u64_stats_update_begin(&rxq->stats.syncp);
-	if (dma_fault)
-		rxq->stats.dma_faults++;
+	struct devtcp_rxq_stats *s = &rxq->stats;
+
+	u64_stats_update_begin(&s->syncp);
+	if (why == DEVTCP_RX_DROP_DMA)
+		s->dma_faults++;
+	else if (why == DEVTCP_RX_DROP_MALFORMED)
+		s->malformed++;
 	else
-		rxq->stats.alloc_fail++;
-	u64_stats_update_end(&rxq->stats.syncp);
+		s->alloc_fail++;
+	u64_stats_update_end(&s->syncp);
 }
 
-/* The device writes @len bytes of @src at @soff into a payload buffer. */
-static int devtcp_dma_write(struct devtcp_rxq *rxq, netmem_ref netmem, u32 off,
-			    struct sk_buff *src, unsigned int soff, unsigned int len)
+/* The device writes @len bytes of @src at @soff into a buffer of @pool. */
+static int devtcp_dma_write(struct devtcp_rxq *rxq, struct page_pool *pool, netmem_ref netmem,
+			    u32 off, struct sk_buff *src, unsigned int soff, unsigned int len)
 {
 	int err;
 
@@ -43,7 +69,7 @@ static int devtcp_dma_write(struct devtcp_rxq *rxq, netmem_ref netmem, u32 off,
 	err = devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len);
 	if (err)
 		return err;
-	page_pool_dma_sync_netmem_for_cpu(rxq->mem.data_pool, netmem, off, len);
+	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
 	return 0;
 }
 
@@ -61,8 +87,14 @@ static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool
 	/* Kernels without ndo_queue_get_dma_dev map the binding with our device too. */
 	devtcp_note_provider();
 	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
+	/*
+	 * Every buffer is out (an application holds its tokens or zcrx
+	 * buffers): the queue starts empty and fills as they come back, as a
+	 * NIC's ring does. The binding was checked when it was first started;
+	 * each DMA write checks the page behind its address anyway.
+	 */
 	if (!netmem)
-		return -ENOMEM;
+		return 0;
 	if (!devtcp_dma_reachable(rxq->priv, page_pool_get_dma_addr_netmem(netmem))) {
 		netdev_err(rxq->priv->dev,
 			   "queue %u: provider memory is out of the device's DMA reach (no page behind its DMA address, or the dma-unreachable fault)\n",
@@ -104,24 +136,102 @@ err_put:
 	return NULL;
 }
 
+/*
+ * A TSO frame crosses the wire whole and is received whole, as hardware GRO
+ * would hand it up: only a TCP one whose segments carry payload.
+ */
+static bool devtcp_rx_gso_ok(const struct sk_buff *src, const struct devtcp_parse *p)
+{
+	const struct skb_shared_info *si = skb_shinfo(src);
+	unsigned int type = p->ipv6 ? SKB_GSO_TCPV6 : SKB_GSO_TCPV4;
+
+	return p->proto == IPPROTO_TCP && si->gso_size && (si->gso_type & type) &&
+	       p->l4_off + p->l4_len > p->hdr_len;
+}
+
+/*
+ * What the device can say of @src's L4 checksum before copying it. The
+ * checksums the sender offloaded (CHECKSUM_PARTIAL) its device computes on
+ * transmit, so they are right on the wire (*fill: the receiver's copy must
+ * get the value, for a namespace that forwards the frame); the others are in
+ * the bytes, to verify, unless rx-checksumming is off.
+ */
+static enum devtcp_csum devtcp_rx_csum_plan(struct devtcp_rxq *rxq, const struct sk_buff *src,
+					    const struct devtcp_parse *p, bool *fill)
+{
+	*fill = false;
+	/* Its segments' checksums are the sender's device's own (TSO). */
+	if (skb_is_gso(src))
+		return DEVTCP_CSUM_GOOD;
+	*fill = src->ip_summed == CHECKSUM_PARTIAL;
+	if (!(rxq->priv->dev->features & NETIF_F_RXCSUM) || !p->proto || !p->verifiable)
+		return DEVTCP_CSUM_NONE;
+	if (*fill && skb_checksum_start_offset(src) == p->l4_off)
+		return DEVTCP_CSUM_GOOD;
+	return DEVTCP_CSUM_CHECK;
+}
+
+static bool devtcp_csum_ok(const struct sk_buff *skb, const struct devtcp_parse *p)
+{
+	return !csum_fold(csum_add(p->pseudo, skb_checksum(skb, p->l4_off, p->l4_len, 0)));
+}
+
+/*
+ * The sender's device computes the checksum it was asked to (CHECKSUM_PARTIAL:
+ * from csum_start to the end, stored csum_offset further) into the frame;
+ * here, into the receiver's copy @skb, which is readable.
+ */
+static void devtcp_rx_csum_fill(struct sk_buff *skb, const struct sk_buff *src)
+{
+	unsigned int start = skb_checksum_start_offset(src);
+	unsigned int at = start + src->csum_offset;
+
+	if (start >= skb->len || at + sizeof(__sum16) > skb_headlen(skb))
+		return;
+	*(__sum16 *)(skb->data + at) = csum_fold(skb_checksum(skb, start, skb->len - start, 0)) ?:
+				       CSUM_MANGLED_0;
+}
+
 static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 {
+	const struct devtcp_parse *p = &DEVTCP_SKB_CB(src)->parse;
+	struct devtcp_rx_mem *mem = &rxq->mem;
 	struct devtcp_priv *priv = rxq->priv;
-	struct page_pool *pool = rxq->mem.data_pool;
-	unsigned int len = src->len, hdrs, hlen, off;
+	struct page_pool *pool = mem->data_pool;
+	unsigned int len = src->len, hdrs, hlen, off, buf_size = mem->buf_size;
+	enum devtcp_csum csum;
 	struct sk_buff *skb;
+	bool fill;
 
-	hdrs = min_t(unsigned int, DEVTCP_SKB_CB(src)->hdr_len, DEVTCP_HDR_ROOM);
+	if (unlikely(p->malformed || (skb_is_gso(src) && !devtcp_rx_gso_ok(src, p)))) {
+		devtcp_rx_drop(rxq, DEVTCP_RX_DROP_MALFORMED);
+		return;
+	}
+	hdrs = min3(p->hdr_len, len, DEVTCP_HDR_ROOM);
+	csum = devtcp_rx_csum_plan(rxq, src, p, &fill);
+	/*
+	 * Provider memory, which the stack cannot read (nor checksum), takes
+	 * only TCP payloads whose checksum is known good; the device reads
+	 * the frame first if it must. Other frames land in host memory.
+	 */
+	if (mem->unreadable && p->proto == IPPROTO_TCP && csum == DEVTCP_CSUM_CHECK && !fill &&
+	    skb_frags_readable(src))
+		csum = devtcp_csum_ok(src, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
+	if (mem->unreadable && (p->proto != IPPROTO_TCP || csum != DEVTCP_CSUM_GOOD)) {
+		pool = mem->hdr_pool;
+		buf_size = PAGE_SIZE;
+	}
+
 	/*
 	 * Header split cuts after a TCP or UDP header. Frames with no more
 	 * payload than hds-thresh stay whole in the head, and so do frames
 	 * without such a header (ARP, ICMP) that fit: the stack reads their
-	 * L3 payload, which it could not in a devmem buffer, and ARP and
-	 * neighbour discovery must work on a queue bound to a dma-buf.
+	 * L3 payload, and ARP and neighbour discovery must work on a queue
+	 * bound to a dma-buf.
 	 */
-	if (rxq->mem.hds)
-		hlen = (len - hdrs <= rxq->mem.hds_thresh || !DEVTCP_SKB_CB(src)->l4) &&
-		       len <= DEVTCP_HDR_ROOM ? len : hdrs;
+	if (mem->hds)
+		hlen = (len - hdrs <= mem->hds_thresh || !p->proto) && len <= DEVTCP_HDR_ROOM ?
+		       len : hdrs;
 	else
 		hlen = 0;
 
@@ -130,48 +240,55 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		goto drop;
 
 	for (off = hlen; off < len; ) {
-		unsigned int chunk = min_t(unsigned int, len - off, rxq->mem.buf_size);
+		unsigned int chunk = min(len - off, buf_size), truesize = chunk;
 		int nr = skb_shinfo(skb)->nr_frags;
 		netmem_ref netmem;
 		unsigned int poff;
 
 		if (nr == MAX_SKB_FRAGS)
 			goto drop_skb;
-		netmem = page_pool_alloc_frag_netmem(pool, &poff, chunk, GFP_ATOMIC);
+		netmem = page_pool_alloc_netmem(pool, &poff, &truesize, GFP_ATOMIC | __GFP_NOWARN);
 		if (!netmem)
 			goto drop_skb;
-		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, chunk);
-		if (devtcp_dma_write(rxq, netmem, poff, src, off, chunk)) {
+		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, truesize);
+		if (devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk)) {
 			dev_kfree_skb_any(skb);
 			net_err_ratelimited("%s: queue %u: payload DMA failed, frame dropped\n",
 					    priv->dev->name, rxq->idx);
-			devtcp_rx_drop(rxq, true);
+			devtcp_rx_drop(rxq, DEVTCP_RX_DROP_DMA);
 			return;
 		}
 		off += chunk;
 	}
-	if (!rxq->mem.hds && !__pskb_pull_tail(skb, hdrs))
+	if (!mem->hds && !__pskb_pull_tail(skb, hdrs))
 		goto drop_skb;
 
+	if (skb_frags_readable(skb)) {
+		if (fill)
+			devtcp_rx_csum_fill(skb, src);
+		if (csum == DEVTCP_CSUM_CHECK)
+			csum = devtcp_csum_ok(skb, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
+	}
 	if (skb_is_gso(src)) {
 		struct skb_shared_info *si = skb_shinfo(skb);
 
 		si->gso_size = skb_shinfo(src)->gso_size;
-		si->gso_type = skb_shinfo(src)->gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6);
-		si->gso_segs = DIV_ROUND_UP(len - hdrs, si->gso_size);
+		si->gso_type = skb_shinfo(src)->gso_type &
+			       (SKB_GSO_TCPV4 | SKB_GSO_TCPV6 | SKB_GSO_DODGY);
+		si->gso_segs = DIV_ROUND_UP(p->l4_off + p->l4_len - p->hdr_len, si->gso_size);
 	}
 	skb->protocol = eth_type_trans(skb, priv->dev);
-	skb->ip_summed = CHECKSUM_UNNECESSARY;
+	skb->ip_summed = csum == DEVTCP_CSUM_GOOD ? CHECKSUM_UNNECESSARY : CHECKSUM_NONE;
 	skb_set_hash(skb, src->hash, PKT_HASH_TYPE_L4);
 	skb_record_rx_queue(skb, rxq->idx);
-	devtcp_rx_count(rxq, len, rxq->mem.hds && hlen < len);
+	devtcp_rx_count(rxq, len, mem->hds && hlen < len, csum);
 	napi_gro_receive(&rxq->napi, skb);
 	return;
 
 drop_skb:
 	dev_kfree_skb_any(skb);
 drop:
-	devtcp_rx_drop(rxq, false);
+	devtcp_rx_drop(rxq, DEVTCP_RX_DROP_ALLOC);
 }
 
 /* Senders stopped by a full wire ring may go again once there is room. */
@@ -291,6 +408,7 @@ int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem, u32 b
 		err = PTR_ERR(mem->data_pool);
 		goto err_hdr;
 	}
+	mem->unreadable = page_pool_is_unreadable(mem->data_pool);
 	err = devtcp_check_reachable(rxq, mem->data_pool);
 	if (err)
 		goto err_data;

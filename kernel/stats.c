@@ -21,6 +21,10 @@ void devtcp_rxq_stats_read(const struct devtcp_rxq *rxq, struct devtcp_rxq_stats
 		out->split_packets = s->split_packets;
 		out->alloc_fail = s->alloc_fail;
 		out->dma_faults = s->dma_faults;
+		out->malformed = s->malformed;
+		out->csum_unnecessary = s->csum_unnecessary;
+		out->csum_none = s->csum_none;
+		out->csum_bad = s->csum_bad;
 	} while (u64_stats_fetch_retry(&s->syncp, start));
 }
 
@@ -51,6 +55,8 @@ void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s)
 		s->rx_packets += rs.packets;
 		s->rx_bytes += rs.bytes;
 		s->rx_dropped += rs.alloc_fail + rs.dma_faults;
+		s->rx_length_errors += rs.malformed;
+		s->rx_errors += rs.malformed;
 	}
 	for (i = 0; i < dev->num_tx_queues; i++) {
 		devtcp_txq_stats_read(&priv->txq[i], &ts);
@@ -74,6 +80,10 @@ static void devtcp_sum_queues(struct devtcp_priv *priv, int from, int to,
 		rx->packets += rs.packets;
 		rx->bytes += rs.bytes;
 		rx->alloc_fail += rs.alloc_fail;
+		rx->hw_drops += rs.malformed;
+		rx->csum_unnecessary += rs.csum_unnecessary;
+		rx->csum_none += rs.csum_none;
+		rx->csum_bad += rs.csum_bad;
 		devtcp_txq_stats_read(&priv->txq[i], &ts);
 		tx->packets += ts.packets;
 		tx->bytes += ts.bytes;

@@ -6,65 +6,28 @@
  * sending queue (flow control) rather than dropping.
  */
 #include <linux/etherdevice.h>
-#include <linux/ip.h>
-#include <linux/ipv6.h>
-#include <linux/tcp.h>
-#include <linux/udp.h>
 #include <net/flow_dissector.h>
 
 #include "devtcp.h"
 
 /*
- * Length of the L2-L4 headers, which the receiver's header split needs, and
- * whether they end with a TCP or UDP header (the only ones it cuts after).
- * An IP fragment has no L4 header the receiver could use: after the first
- * fragment the bytes at the L4 offset are payload, and even the first one
- * holds only part of the datagram, which the stack must reassemble.
+ * The receiving NIC's choice of RX queue for @skb: its ntuple rules first,
+ * then RSS over the 4-tuple (2-tuple for non TCP/UDP) with the main table or
+ * the context a rule names; *hash is the hash it reports. DEVTCP_RX_DROP when
+ * a rule discards the frame.
  */
-static unsigned int devtcp_headers_len(struct sk_buff *skb, const struct flow_keys *keys)
-{
-	const struct tcphdr *th;
-	struct tcphdr _th;
-
-	if (keys->control.flags & FLOW_DIS_IS_FRAGMENT)
-		return keys->control.thoff;
-	switch (keys->basic.ip_proto) {
-	case IPPROTO_TCP:
-		th = skb_header_pointer(skb, keys->control.thoff, sizeof(_th), &_th);
-		if (!th)
-			break;
-		DEVTCP_SKB_CB(skb)->l4 = true;
-		return keys->control.thoff + th->doff * 4;
-	case IPPROTO_UDP:
-		DEVTCP_SKB_CB(skb)->l4 = true;
-		return keys->control.thoff + sizeof(struct udphdr);
-	}
-	return keys->control.thoff;
-}
-
-/*
- * The receiving NIC's choice of RX queue (and, in skb->cb, the header length
- * and whether header split may cut there, so that the frame is parsed once):
- * its ntuple rules first, then RSS over the 4-tuple (2-tuple for non TCP/UDP)
- * with the main table or the context a rule names. DEVTCP_RX_DROP when a
- * rule discards the frame.
- */
-static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
+static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb, u32 *hash)
 {
 	u32 nq = READ_ONCE(rx->dev->real_num_rx_queues);
 	const struct devtcp_rss *rss = &rx->rss;
 	struct flow_keys keys;
 	u8 in[36];
 	int len = 0;
-	u32 hash, q;
+	u32 q;
 
-	DEVTCP_SKB_CB(skb)->l4 = false;
-	if (!skb_flow_dissect_flow_keys(skb, &keys, 0)) {
-		DEVTCP_SKB_CB(skb)->hdr_len = min_t(unsigned int, skb->len, ETH_HLEN);
+	*hash = 0;
+	if (!skb_flow_dissect_flow_keys(skb, &keys, 0))
 		return 0;
-	}
-	DEVTCP_SKB_CB(skb)->hdr_len = devtcp_headers_len(skb, &keys);
-
 	if (keys.control.addr_type == FLOW_DISSECTOR_KEY_IPV4_ADDRS) {
 		memcpy(in, &keys.addrs.v4addrs.src, 4);
 		memcpy(in + 4, &keys.addrs.v4addrs.dst, 4);
@@ -85,15 +48,39 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb)
 			return q;
 		if (q != DEVTCP_RX_RSS) {
 			/* Steered frames still carry the main context's hash. */
-			skb->hash = devtcp_toeplitz(rx->rss.key, in, len);
+			*hash = devtcp_toeplitz(rx->rss.key, in, len);
 			return q < nq ? q : q % nq;
 		}
 	}
 
-	hash = devtcp_toeplitz(rss->key, in, len);
-	q = READ_ONCE(rss->indir[hash % DEVTCP_RSS_INDIR_SIZE]);
-	skb->hash = hash;	/* carried to the receiver, see rx.c */
+	*hash = devtcp_toeplitz(rss->key, in, len);
+	q = READ_ONCE(rss->indir[*hash % DEVTCP_RSS_INDIR_SIZE]);
 	return q < nq ? q : q % nq;
+}
+
+/*
+ * Puts @skb on @rxq's wire, with what the receiving device parsed of it and
+ * the sender's queue generation @gen, timestamped (@stamp) as it goes. The
+ * frame is touched only once it is sure to go on: a frame refused for a full
+ * ring (-ENOSPC) goes back to the qdisc, whose skb->cb it still is.
+ */
+static int devtcp_wire_produce(struct devtcp_rxq *rxq, struct sk_buff *skb,
+			       const struct devtcp_parse *p, u32 hash, u32 gen, bool stamp)
+{
+	struct ptr_ring *r = &rxq->wire;
+	int err = -ENOSPC;
+
+	spin_lock(&r->producer_lock);
+	if (!__ptr_ring_full(r)) {
+		if (stamp)
+			skb_tx_timestamp(skb);
+		DEVTCP_SKB_CB(skb)->parse = *p;
+		DEVTCP_SKB_CB(skb)->gen = gen;
+		skb->hash = hash;	/* carried to the receiver, see rx.c */
+		err = __ptr_ring_produce(r, skb);
+	}
+	spin_unlock(&r->producer_lock);
+	return err;
 }
 
 void devtcp_tx_count(struct devtcp_txq *txq, unsigned int len, bool ok)
@@ -198,17 +185,19 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	u16 qid = skb_get_queue_mapping(skb);
 	struct devtcp_txq *txq = &priv->txq[qid];
 	struct netdev_queue *nq = netdev_get_tx_queue(dev, qid);
+	struct devtcp_parse parse;
 	struct devtcp_priv *rx;
 	struct net_device *peer;
 	struct devtcp_rxq *rxq;
 	unsigned int len = skb->len;
-	u32 q;
+	u32 q, hash;
 
 	peer = rcu_dereference_bh(priv->peer);
 	if (unlikely(!peer || !netif_running(peer)))
 		goto drop;
 	rx = netdev_priv(peer);
-	if (unlikely(!READ_ONCE(rx->up)))
+	/* Pairs with smp_store_release() in devtcp_queues_up(): rings, then up. */
+	if (unlikely(!smp_load_acquire(&rx->up)))
 		goto drop;
 	if (unlikely(skb_is_gso(skb) &&
 		     !(skb_shinfo(skb)->gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6))))
@@ -222,7 +211,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (unlikely(READ_ONCE(priv->fault.on)))
 		return devtcp_fault_xmit(priv, skb, qid);
 
-	q = devtcp_rx_classify(rx, skb);
+	q = devtcp_rx_classify(rx, skb, &hash);
 	if (unlikely(q == DEVTCP_RX_DROP)) {
 		/* The wire delivered it; the receiver's filter discards it. */
 		atomic64_inc(&rx->ntuple_drops);
@@ -231,10 +220,9 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		return NETDEV_TX_OK;
 	}
 	rxq = &rx->rxq[q];
-	skb_tx_timestamp(skb);
-	DEVTCP_SKB_CB(skb)->gen = priv->gen;
+	devtcp_parse(skb, &parse);
 	atomic_inc(&txq->inflight);
-	if (unlikely(ptr_ring_produce(&rxq->wire, skb))) {
+	if (unlikely(devtcp_wire_produce(rxq, skb, &parse, hash, priv->gen, true))) {
 		/* Another queue filled the ring first: retry once it drains. */
 		atomic_dec(&txq->inflight);
 		devtcp_tx_stop(txq, nq, rxq);
@@ -271,24 +259,26 @@ void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid)
  */
 int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 {
+	struct devtcp_parse parse;
 	struct devtcp_priv *rx;
 	struct net_device *peer;
 	struct devtcp_rxq *rxq;
-	u32 q;
+	u32 q, hash;
 
 	peer = rcu_dereference_bh(priv->peer);
 	if (!peer || !netif_running(peer))
 		goto drop;
 	rx = netdev_priv(peer);
-	if (!READ_ONCE(rx->up))
+	if (!smp_load_acquire(&rx->up))
 		goto drop;
-	q = devtcp_rx_classify(rx, skb);
+	q = devtcp_rx_classify(rx, skb, &hash);
 	if (q == DEVTCP_RX_DROP) {
 		atomic64_inc(&rx->ntuple_drops);
 		goto free;
 	}
 	rxq = &rx->rxq[q];
-	if (ptr_ring_produce(&rxq->wire, skb)) {
+	devtcp_parse(skb, &parse);
+	if (devtcp_wire_produce(rxq, skb, &parse, hash, DEVTCP_SKB_CB(skb)->gen, false)) {
 		devtcp_napi_kick(rxq);
 		return -EBUSY;
 	}
