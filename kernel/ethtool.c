@@ -62,6 +62,7 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
 	u32 old_rx = priv->rx_ring_size, old_tx = priv->tx_ring_size;
+	bool hds = kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED;
 	u32 old_thresh = priv->hds_thresh;
 	bool old_hds = priv->hds;
 	int err, q;
@@ -79,7 +80,7 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	}
 	/* The core has checked the maximums and hds-thresh <= hds_thresh_max. */
 	if (ring->rx_pending == old_rx && ring->tx_pending == old_tx &&
-	    (kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED) == old_hds &&
+	    hds == old_hds &&
 	    devtcp_ring_hds_thresh(kring, old_thresh) == old_thresh)
 		return 0;	/* nothing changes: no restart */
 	priv->rx_ring_size = ring->rx_pending;
@@ -89,7 +90,7 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 	 * binding a memory provider needs "enabled" in the core's config
 	 * anyway, and the state we report must not claim a split it refuses.
 	 */
-	priv->hds = kring->tcp_data_split == ETHTOOL_TCP_DATA_SPLIT_ENABLED;
+	priv->hds = hds;
 	priv->hds_thresh = devtcp_ring_hds_thresh(kring, old_thresh);
 
 	err = devtcp_queues_restart(priv, dev->real_num_rx_queues);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Wire fault injection: what a device puts on the wire may be dropped,
- * corrupted (dropped before delivery: checksums of unreadable frames are
- * never verified), duplicated, reordered, delayed or rate limited, each
+ * corrupted (dropped, as the receiver's checksum check would drop it),
+ * duplicated, reordered, delayed or rate limited, each
  * decided by a seeded PRNG so that a run can be replayed. Settings come from
  * rtnetlink (IFLA_DEVTCP_FAULT) and apply to one direction of the pair.
  *

@@ -229,7 +229,10 @@ static void devtcp_setup(struct net_device *dev)
 	devtcp_set_netmem_tx(dev);
 	dev->max_mtu = DEVTCP_MAX_MTU;
 
-	/* The device model checksums nothing: the wire never corrupts. */
+	/*
+	 * The sending device fills offloaded checksums, the receiving one
+	 * verifies TCP and UDP checksums (rx.c); TSO frames cross whole.
+	 */
 	dev->hw_features = NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_RXCSUM |
 			   NETIF_F_TSO | NETIF_F_TSO6 | NETIF_F_GRO | NETIF_F_NTUPLE;
 	/* Flow steering is opt-in (ethtool -K ntuple on), as on most NICs. */

@@ -269,6 +269,7 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 	if (!peer || !netif_running(peer))
 		goto drop;
 	rx = netdev_priv(peer);
+	/* As in devtcp_start_xmit(): the peer's rings exist once up is seen. */
 	if (!smp_load_acquire(&rx->up))
 		goto drop;
 	q = devtcp_rx_classify(rx, skb, &hash);
