@@ -12,7 +12,7 @@
  * - devmem TX (6.15): no net_iov frags ever reach ndo_start_xmit;
  * - hds-thresh (6.14): the device splits every TCP segment;
  * - page_pool_enable_direct_recycling(): pages go back through the ring;
- * - page_pool_alloc_netmem(): compat.h has its own;
+ * - page_pool_dev_alloc_netmem(): compat.h has its own;
  * - netdev_rx_queue_restart() is not exported: the sysfs restart hook runs
  *   the queue operations itself, in the core's order.
  */
@@ -274,11 +274,18 @@ static inline void page_pool_enable_direct_recycling(struct page_pool *pool,
  * A page pool buffer of *size bytes; *size becomes what it takes of its page
  * (its truesize: the whole rest of the page when no other buffer would fit).
  */
-#ifndef DEVTCP_HAS_PP_ALLOC_NETMEM
-static inline netmem_ref page_pool_alloc_netmem(struct page_pool *pool, unsigned int *offset,
-						unsigned int *size, gfp_t gfp)
+#ifdef DEVTCP_HAS_PP_ALLOC_NETMEM
+static inline netmem_ref devtcp_pp_alloc_netmem(struct page_pool *pool, unsigned int *offset,
+						unsigned int *size)
+{
+	return page_pool_dev_alloc_netmem(pool, offset, size);
+}
+#else
+static inline netmem_ref devtcp_pp_alloc_netmem(struct page_pool *pool, unsigned int *offset,
+						unsigned int *size)
 {
 	unsigned int max = PAGE_SIZE << pool->p.order;
+	gfp_t gfp = GFP_ATOMIC | __GFP_NOWARN;
 	netmem_ref netmem;
 
 	if (*size > max / 2) {

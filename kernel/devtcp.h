@@ -61,8 +61,8 @@ struct devtcp_rxq_stats {
 	u64 dma_faults;		/* frames dropped: memory the device cannot reach */
 	u64 malformed;		/* frames dropped: a length points past the frame */
 	u64 csum_unnecessary;	/* delivered with the L4 checksum verified */
-	u64 csum_none;		/* delivered for the stack to verify */
-	u64 csum_bad;		/* L4 checksum wrong (delivered unverified) */
+	u64 csum_none;		/* not verified: for the stack to verify */
+	u64 csum_bad;		/* L4 checksum wrong: for the stack to drop */
 	struct u64_stats_sync syncp;
 };
 
@@ -132,15 +132,16 @@ struct devtcp_txq {
 
 /*
  * What the receiving device's parser read of a frame (parse.c). Every
- * offset and length in it lies within the frame.
+ * offset and length in it lies within the frame, which is at most 64 KiB
+ * (a TSO frame).
  */
 struct devtcp_parse {
 	u16 hdr_len;		/* L2-L4 headers: where header split cuts */
 	u16 l4_off;		/* the TCP or UDP header, when proto is set */
 	u16 l4_len;		/* ... and the segment's length, by the IP header */
 	u8 proto;		/* IPPROTO_TCP or _UDP with a whole header; else 0 */
-	bool ipv6;
-	bool malformed;		/* a length points past the frame: drop it */
+	bool ipv6;		/* the L4 header follows IPv6, not IPv4 */
+	bool malformed;		/* a length out of bounds, a wrong version: drop */
 	bool verifiable;	/* the device can check the L4 checksum */
 	__wsum pseudo;		/* the L4 checksum's pseudo-header sum */
 };

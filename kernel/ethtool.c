@@ -79,10 +79,11 @@ static int devtcp_set_ringparam(struct net_device *dev, struct ethtool_ringparam
 		return -EINVAL;
 	}
 	/* The core has checked the maximums and hds-thresh <= hds_thresh_max. */
-	if (ring->rx_pending == old_rx && ring->tx_pending == old_tx &&
-	    hds == old_hds &&
-	    devtcp_ring_hds_thresh(kring, old_thresh) == old_thresh)
-		return 0;	/* nothing changes: no restart */
+	/* Nothing changes: no restart, unless the queues are down after a failed one. */
+	if (ring->rx_pending == old_rx && ring->tx_pending == old_tx && hds == old_hds &&
+	    devtcp_ring_hds_thresh(kring, old_thresh) == old_thresh &&
+	    (priv->queues_open || !netif_running(dev)))
+		return 0;
 	priv->rx_ring_size = ring->rx_pending;
 	priv->tx_ring_size = ring->tx_pending;
 	/*

@@ -25,8 +25,8 @@
 #define DEVTCP_FAULT_RETRY_NS		(50 * NSEC_PER_USEC)
 /*
  * What a device's lines may hold (the frames' truesize) before it drops what
- * comes next, as netem's limit does: the frames wait outside their socket's
- * send buffer and memory cgroup.
+ * comes next, as netem's limit does in frames: a delayed frame waits as a
+ * clone, outside its socket's send buffer and memory cgroup.
  */
 #define DEVTCP_FAULT_LINE_MAX		SZ_16M
 
@@ -117,10 +117,19 @@ static void devtcp_fault_enqueue(struct devtcp_fault_q *fq, struct sk_buff *skb)
 	__skb_queue_tail(&fq->line, skb);
 }
 
-/* A frame leaves the lines: on the wire, or freed. */
-static void devtcp_fault_unline(struct devtcp_fault_q *fq, struct sk_buff *skb)
+/* A frame of @bytes may wait in the lines: they hold less than their bound. */
+static bool devtcp_fault_line(struct devtcp_fault *f, unsigned int bytes)
 {
-	atomic_long_sub(skb->truesize, &fq->priv->fault.line_bytes);
+	if (atomic_long_add_return(bytes, &f->line_bytes) <= DEVTCP_FAULT_LINE_MAX)
+		return true;
+	atomic_long_sub(bytes, &f->line_bytes);
+	return false;
+}
+
+/* A frame has left the lines: on the wire, or freed. */
+static void devtcp_fault_unline(struct devtcp_fault *f, unsigned int bytes)
+{
+	atomic_long_sub(bytes, &f->line_bytes);
 }
 
 static void devtcp_fault_release_held(struct devtcp_fault_q *fq)
@@ -136,6 +145,7 @@ static void devtcp_fault_release_held(struct devtcp_fault_q *fq)
 static u64 devtcp_fault_run(struct devtcp_fault_q *fq, u64 now)
 {
 	struct sk_buff *skb;
+	unsigned int bytes;
 	u64 next = 0;
 
 	if (fq->held && now >= fq->held_deadline)
@@ -146,14 +156,14 @@ static u64 devtcp_fault_run(struct devtcp_fault_q *fq, u64 now)
 			break;
 		}
 		__skb_unlink(skb, &fq->line);
-		devtcp_fault_unline(fq, skb);
+		bytes = skb->truesize;
 		if (devtcp_wire_put(fq->priv, fq->qid, skb)) {
 			/* Wire ring full: the frame keeps its place. */
-			atomic_long_add(skb->truesize, &fq->priv->fault.line_bytes);
 			__skb_queue_head(&fq->line, skb);
 			next = now + DEVTCP_FAULT_RETRY_NS;
 			break;
 		}
+		devtcp_fault_unline(&fq->priv->fault, bytes);
 	}
 	if (fq->held && (!next || fq->held_deadline < next))
 		next = fq->held_deadline;
@@ -198,6 +208,14 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 		return NETDEV_TX_OK;
 	}
 
+	/* The lines are full: the device's own queue overflows. */
+	if (!devtcp_fault_line(f, skb->truesize)) {
+		devtcp_fault_count(f, DEVTCP_FAULT_STAT_OVERLIMIT);
+		devtcp_tx_count(txq, len, false);
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+
 	spin_lock(&f->lock);
 	drop = devtcp_fault_hit(f, f->cfg.drop);
 	corrupt = devtcp_fault_hit(f, f->cfg.corrupt);
@@ -213,11 +231,7 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	devtcp_tx_count(txq, len, true);
 	if (drop || corrupt) {
 		devtcp_fault_count(f, drop ? DEVTCP_FAULT_STAT_DROP : DEVTCP_FAULT_STAT_CORRUPT);
-		dev_kfree_skb_any(skb);
-		return NETDEV_TX_OK;
-	}
-	if (atomic_long_read(&f->line_bytes) + skb->truesize > DEVTCP_FAULT_LINE_MAX) {
-		devtcp_fault_count(f, DEVTCP_FAULT_STAT_OVERLIMIT);
+		devtcp_fault_unline(f, skb->truesize);
 		dev_kfree_skb_any(skb);
 		return NETDEV_TX_OK;
 	}
@@ -244,15 +258,17 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	 * unreadable ones of devmem TX) is a duplicate. It takes a TX ring slot
 	 * of its own; the completion ring has room for the ring's size only.
 	 */
-	if (dup && atomic_read(&txq->inflight) + 2 <= priv->tx_ring_size) {
+	if (dup && atomic_read(&txq->inflight) + 2 <= priv->tx_ring_size &&
+	    devtcp_fault_line(f, skb->truesize)) {
 		copy = skb_clone(skb, GFP_ATOMIC);
 		if (copy)
 			devtcp_fault_count(f, DEVTCP_FAULT_STAT_DUP);
+		else
+			devtcp_fault_unline(f, skb->truesize);
 	}
 
 	spin_lock(&fq->lock);
 	atomic_inc(&txq->inflight);
-	atomic_long_add(skb->truesize, &f->line_bytes);
 	if (reorder && !fq->held) {
 		fq->held = skb;
 		fq->held_left = depth;
@@ -265,7 +281,6 @@ netdev_tx_t devtcp_fault_xmit(struct devtcp_priv *priv, struct sk_buff *skb, u16
 	}
 	if (copy) {
 		atomic_inc(&txq->inflight);
-		atomic_long_add(copy->truesize, &f->line_bytes);
 		devtcp_fault_enqueue(fq, copy);
 	}
 	devtcp_fault_arm(fq, devtcp_fault_run(fq, now));

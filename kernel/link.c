@@ -59,19 +59,32 @@ err_close:
 }
 
 /*
- * Our queues run: with the peer up too, both ends have a carrier, and the
- * peer's TX queues that waited for our wire may go again.
+ * Our queues run: with the peer's running too, both ends have a carrier, and
+ * the peer's TX queues that waited for our wire may go again. RTNL held.
  */
 static void devtcp_link_ready(struct devtcp_priv *priv)
 {
 	struct net_device *peer = rtnl_dereference(priv->peer);
+	struct devtcp_priv *ppriv;
 
-	netif_tx_wake_all_queues(priv->dev);
-	if (!peer || !(peer->flags & IFF_UP))
+	if (!peer || !netif_running(peer))
+		return;
+	ppriv = netdev_priv(peer);
+	if (!ppriv->up)
 		return;
 	netif_carrier_on(priv->dev);
 	netif_carrier_on(peer);
-	devtcp_tx_wake_waiting(netdev_priv(peer));
+	devtcp_tx_wake_waiting(ppriv);
+}
+
+/* No queues on one end: neither end has a carrier. RTNL held. */
+static void devtcp_link_lost(struct devtcp_priv *priv)
+{
+	struct net_device *peer = rtnl_dereference(priv->peer);
+
+	netif_carrier_off(priv->dev);
+	if (peer)
+		netif_carrier_off(peer);
 }
 
 /*
@@ -97,10 +110,11 @@ int devtcp_queues_restart(struct devtcp_priv *priv, u32 channels)
 		return err;
 	/* On a failed count change, the old count is in place: reopen it. */
 	if (!devtcp_queues_up(priv)) {
+		netif_tx_wake_all_queues(dev);
 		devtcp_link_ready(priv);
 		return err;
 	}
-	netif_carrier_off(dev);
+	devtcp_link_lost(priv);
 	netdev_err(dev, "queues could not be restarted; the device passes no traffic until it is set down and up\n");
 	return err ?: -ENOMEM;
 }
@@ -124,11 +138,8 @@ static int devtcp_open(struct net_device *dev)
 static int devtcp_stop(struct net_device *dev)
 {
 	struct devtcp_priv *priv = netdev_priv(dev);
-	struct net_device *peer = rtnl_dereference(priv->peer);
 
-	netif_carrier_off(dev);
-	if (peer)
-		netif_carrier_off(peer);
+	devtcp_link_lost(priv);
 	devtcp_queues_down(priv);
 	return 0;
 }

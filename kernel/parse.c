@@ -50,10 +50,11 @@ static void devtcp_parse_l4(const struct sk_buff *skb, unsigned int off, unsigne
 			goto malformed;
 		hl = sizeof(_uh);
 		/*
-		 * The stack trims to the UDP length or drops; an IPv4 datagram
-		 * with a zero checksum has none. Either way: the stack's call.
+		 * The stack trims to the UDP length or drops; a zero checksum
+		 * is none (IPv4) or allowed per socket (IPv6 tunnels). Either
+		 * way: the stack's call.
 		 */
-		if (ntohs(uh->len) != seg || (!p->ipv6 && !uh->check))
+		if (ntohs(uh->len) != seg || !uh->check)
 			p->verifiable = false;
 		break;
 	default:
@@ -187,4 +188,9 @@ void devtcp_parse(const struct sk_buff *skb, struct devtcp_parse *p)
 		devtcp_parse_ipv4(skb, off, p);
 	else if (*proto == htons(ETH_P_IPV6))
 		devtcp_parse_ipv6(skb, off, p);
+	/* Headers longer than a header buffer holds: not cut there, not checked. */
+	if (p->hdr_len > DEVTCP_HDR_ROOM) {
+		p->proto = 0;
+		p->verifiable = false;
+	}
 }

@@ -7,6 +7,8 @@
  * payload buffers and the driver copies the headers out, as drivers do.
  */
 #include <linux/etherdevice.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
 #include <net/page_pool/helpers.h>
 
 #include "devtcp.h"
@@ -28,19 +30,19 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split
 	s->packets++;
 	s->bytes += len;
 	s->split_packets += split;
-	if (csum == DEVTCP_CSUM_GOOD) {
+	if (csum == DEVTCP_CSUM_GOOD)
 		s->csum_unnecessary++;
-	} else {
+	else if (csum == DEVTCP_CSUM_BAD)
+		s->csum_bad++;
+	else
 		s->csum_none++;
-		s->csum_bad += csum == DEVTCP_CSUM_BAD;
-	}
 	u64_stats_update_end(&s->syncp);
 }
 
 enum devtcp_rx_drop_reason {
 	DEVTCP_RX_DROP_ALLOC,	/* no buffer */
 	DEVTCP_RX_DROP_DMA,	/* the device could not reach memory */
-	DEVTCP_RX_DROP_MALFORMED,
+	DEVTCP_RX_DROP_MALFORMED, /* see parse.c */
 };
 
 static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason why)
@@ -142,31 +144,44 @@ err_put:
  */
 static bool devtcp_rx_gso_ok(const struct sk_buff *src, const struct devtcp_parse *p)
 {
-	const struct skb_shared_info *si = skb_shinfo(src);
 	unsigned int type = p->ipv6 ? SKB_GSO_TCPV6 : SKB_GSO_TCPV4;
 
-	return p->proto == IPPROTO_TCP && si->gso_size && (si->gso_type & type) &&
+	return p->proto == IPPROTO_TCP && (skb_shinfo(src)->gso_type & type) &&
 	       p->l4_off + p->l4_len > p->hdr_len;
 }
 
 /*
  * What the device can say of @src's L4 checksum before copying it. The
  * checksums the sender offloaded (CHECKSUM_PARTIAL) its device computes on
- * transmit, so they are right on the wire (*fill: the receiver's copy must
- * get the value, for a namespace that forwards the frame); the others are in
- * the bytes, to verify, unless rx-checksumming is off.
+ * transmit, so they are right on the wire (*fill: the receiver's copy gets
+ * the value, for a namespace that forwards or captures the frame); the
+ * others are in the bytes, to verify, unless rx-checksumming is off.
  */
 static enum devtcp_csum devtcp_rx_csum_plan(struct devtcp_rxq *rxq, const struct sk_buff *src,
 					    const struct devtcp_parse *p, bool *fill)
 {
+	unsigned int check;
+
 	*fill = false;
 	/* Its segments' checksums are the sender's device's own (TSO). */
 	if (skb_is_gso(src))
 		return DEVTCP_CSUM_GOOD;
 	*fill = src->ip_summed == CHECKSUM_PARTIAL;
-	if (!(rxq->priv->dev->features & NETIF_F_RXCSUM) || !p->proto || !p->verifiable)
+	if (!(READ_ONCE(rxq->priv->dev->features) & NETIF_F_RXCSUM) || !p->proto ||
+	    !p->verifiable)
 		return DEVTCP_CSUM_NONE;
-	if (*fill && skb_checksum_start_offset(src) == p->l4_off)
+	if (!*fill)
+		return DEVTCP_CSUM_CHECK;
+	/*
+	 * Offloaded: right if the device was told to sum the segment, and
+	 * no more, into the field that is checked; else verify the result.
+	 */
+	if (p->proto == IPPROTO_TCP)
+		check = offsetof(struct tcphdr, check);
+	else
+		check = offsetof(struct udphdr, check);
+	if (skb_checksum_start_offset(src) == p->l4_off && src->csum_offset == check &&
+	    p->l4_off + p->l4_len == src->len)
 		return DEVTCP_CSUM_GOOD;
 	return DEVTCP_CSUM_CHECK;
 }
@@ -177,19 +192,43 @@ static bool devtcp_csum_ok(const struct sk_buff *skb, const struct devtcp_parse 
 }
 
 /*
- * The sender's device computes the checksum it was asked to (CHECKSUM_PARTIAL:
- * from csum_start to the end, stored csum_offset further) into the frame;
- * here, into the receiver's copy @skb, which is readable.
+ * The checksum the sender's device computes for a frame handed to it
+ * CHECKSUM_PARTIAL: from csum_start to the end, stored csum_offset further.
+ * It goes into the head of the received copy @skb, summed over that copy,
+ * or over @src when the copy's payload is provider memory. A frame sent
+ * from a dma-buf into a dma-buf keeps the sender's pseudo-header sum: no
+ * CPU can read its payload, to sum or to check.
  */
 static void devtcp_rx_csum_fill(struct sk_buff *skb, const struct sk_buff *src)
 {
+	const struct sk_buff *from = skb_frags_readable(skb) ? skb : src;
 	unsigned int start = skb_checksum_start_offset(src);
 	unsigned int at = start + src->csum_offset;
+	__sum16 sum;
 
-	if (start >= skb->len || at + sizeof(__sum16) > skb_headlen(skb))
+	if (start >= skb->len || at + sizeof(sum) > skb_headlen(skb) || !skb_frags_readable(from))
 		return;
-	*(__sum16 *)(skb->data + at) = csum_fold(skb_checksum(skb, start, skb->len - start, 0)) ?:
-				       CSUM_MANGLED_0;
+	sum = csum_fold(skb_checksum(from, start, skb->len - start, 0));
+	*(__sum16 *)(skb->data + at) = sum ?: CSUM_MANGLED_0;
+}
+
+/*
+ * A TSO frame goes up as hardware GRO hands one up (tcp_gro_complete()):
+ * CHECKSUM_PARTIAL over the whole segment, left to whoever segments it.
+ */
+static void devtcp_rx_gso(struct sk_buff *skb, const struct sk_buff *src,
+			  const struct devtcp_parse *p)
+{
+	struct skb_shared_info *si = skb_shinfo(skb);
+	struct tcphdr *th = (struct tcphdr *)(skb->data + p->l4_off);
+
+	si->gso_size = skb_shinfo(src)->gso_size;
+	si->gso_type = p->ipv6 ? SKB_GSO_TCPV6 : SKB_GSO_TCPV4;
+	si->gso_segs = DIV_ROUND_UP(p->l4_off + p->l4_len - p->hdr_len, si->gso_size);
+	th->check = ~csum_fold(p->pseudo);
+	skb->csum_start = skb_headroom(skb) + p->l4_off;
+	skb->csum_offset = offsetof(struct tcphdr, check);
+	skb->ip_summed = CHECKSUM_PARTIAL;
 }
 
 static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
@@ -199,15 +238,16 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	struct devtcp_priv *priv = rxq->priv;
 	struct page_pool *pool = mem->data_pool;
 	unsigned int len = src->len, hdrs, hlen, off, buf_size = mem->buf_size;
+	bool gso = skb_is_gso(src), fill;
 	enum devtcp_csum csum;
 	struct sk_buff *skb;
-	bool fill;
 
-	if (unlikely(p->malformed || (skb_is_gso(src) && !devtcp_rx_gso_ok(src, p)))) {
+	if (unlikely(p->malformed || (gso && !devtcp_rx_gso_ok(src, p)))) {
 		devtcp_rx_drop(rxq, DEVTCP_RX_DROP_MALFORMED);
 		return;
 	}
-	hdrs = min3(p->hdr_len, len, DEVTCP_HDR_ROOM);
+	/* The parser leaves longer headers unparsed (proto 0). */
+	hdrs = min_t(unsigned int, p->hdr_len, DEVTCP_HDR_ROOM);
 	csum = devtcp_rx_csum_plan(rxq, src, p, &fill);
 	/*
 	 * Provider memory, which the stack cannot read (nor checksum), takes
@@ -229,11 +269,12 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	 * L3 payload, and ARP and neighbour discovery must work on a queue
 	 * bound to a dma-buf.
 	 */
-	if (mem->hds)
-		hlen = (len - hdrs <= mem->hds_thresh || !p->proto) && len <= DEVTCP_HDR_ROOM ?
-		       len : hdrs;
-	else
-		hlen = 0;
+	hlen = 0;
+	if (mem->hds) {
+		hlen = hdrs;
+		if ((len - hdrs <= mem->hds_thresh || !p->proto) && len <= DEVTCP_HDR_ROOM)
+			hlen = len;
+	}
 
 	skb = devtcp_rx_head(rxq, src, hlen);
 	if (!skb)
@@ -247,7 +288,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 
 		if (nr == MAX_SKB_FRAGS)
 			goto drop_skb;
-		netmem = page_pool_alloc_netmem(pool, &poff, &truesize, GFP_ATOMIC | __GFP_NOWARN);
+		netmem = devtcp_pp_alloc_netmem(pool, &poff, &truesize);
 		if (!netmem)
 			goto drop_skb;
 		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, truesize);
@@ -263,23 +304,16 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	if (!mem->hds && !__pskb_pull_tail(skb, hdrs))
 		goto drop_skb;
 
-	if (skb_frags_readable(skb)) {
-		if (fill)
-			devtcp_rx_csum_fill(skb, src);
-		if (csum == DEVTCP_CSUM_CHECK)
-			csum = devtcp_csum_ok(skb, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
-	}
-	if (skb_is_gso(src)) {
-		struct skb_shared_info *si = skb_shinfo(skb);
-
-		si->gso_size = skb_shinfo(src)->gso_size;
-		si->gso_type = skb_shinfo(src)->gso_type &
-			       (SKB_GSO_TCPV4 | SKB_GSO_TCPV6 | SKB_GSO_DODGY);
-		si->gso_segs = DIV_ROUND_UP(p->l4_off + p->l4_len - p->hdr_len, si->gso_size);
-	}
-	skb->protocol = eth_type_trans(skb, priv->dev);
+	if (fill)
+		devtcp_rx_csum_fill(skb, src);
+	if (csum == DEVTCP_CSUM_CHECK)
+		csum = devtcp_csum_ok(skb, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
 	skb->ip_summed = csum == DEVTCP_CSUM_GOOD ? CHECKSUM_UNNECESSARY : CHECKSUM_NONE;
-	skb_set_hash(skb, src->hash, PKT_HASH_TYPE_L4);
+	if (gso)
+		devtcp_rx_gso(skb, src, p);
+	skb->protocol = eth_type_trans(skb, priv->dev);
+	if (src->hash)
+		skb_set_hash(skb, src->hash, p->proto ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);
 	skb_record_rx_queue(skb, rxq->idx);
 	devtcp_rx_count(rxq, len, mem->hds && hlen < len, csum);
 	napi_gro_receive(&rxq->napi, skb);

@@ -80,7 +80,7 @@ static void devtcp_sum_queues(struct devtcp_priv *priv, int from, int to,
 		rx->packets += rs.packets;
 		rx->bytes += rs.bytes;
 		rx->alloc_fail += rs.alloc_fail;
-		rx->hw_drops += rs.malformed;
+		rx->hw_drops += rs.malformed + rs.dma_faults;
 		rx->csum_unnecessary += rs.csum_unnecessary;
 		rx->csum_none += rs.csum_none;
 		rx->csum_bad += rs.csum_bad;

@@ -60,16 +60,21 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb, u32 *
 
 /*
  * Puts @skb on @rxq's wire, with what the receiving device parsed of it and
- * the sender's queue generation @gen, timestamped (@stamp) as it goes. The
+ * the sender's queue generation @gen; *full: the ring has no room left. The
  * frame is touched only once it is sure to go on: a frame refused for a full
- * ring (-ENOSPC) goes back to the qdisc, whose skb->cb it still is.
+ * ring (-ENOSPC) goes back to the qdisc, whose skb->cb it still is, and is
+ * not timestamped twice. So the timestamp (@stamp) is taken under the
+ * producer lock; it takes the socket's error queue lock inside it, never
+ * the other way round.
  */
 static int devtcp_wire_produce(struct devtcp_rxq *rxq, struct sk_buff *skb,
-			       const struct devtcp_parse *p, u32 hash, u32 gen, bool stamp)
+			       const struct devtcp_parse *p, u32 hash, u32 gen, bool stamp,
+			       bool *full)
 {
 	struct ptr_ring *r = &rxq->wire;
 	int err = -ENOSPC;
 
+	BUILD_BUG_ON(sizeof(struct devtcp_skb_cb) > sizeof_field(struct sk_buff, cb));
 	spin_lock(&r->producer_lock);
 	if (!__ptr_ring_full(r)) {
 		if (stamp)
@@ -79,6 +84,7 @@ static int devtcp_wire_produce(struct devtcp_rxq *rxq, struct sk_buff *skb,
 		skb->hash = hash;	/* carried to the receiver, see rx.c */
 		err = __ptr_ring_produce(r, skb);
 	}
+	*full = __ptr_ring_full(r);
 	spin_unlock(&r->producer_lock);
 	return err;
 }
@@ -191,6 +197,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	struct devtcp_rxq *rxq;
 	unsigned int len = skb->len;
 	u32 q, hash;
+	bool full;
 
 	peer = rcu_dereference_bh(priv->peer);
 	if (unlikely(!peer || !netif_running(peer)))
@@ -222,7 +229,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	rxq = &rx->rxq[q];
 	devtcp_parse(skb, &parse);
 	atomic_inc(&txq->inflight);
-	if (unlikely(devtcp_wire_produce(rxq, skb, &parse, hash, priv->gen, true))) {
+	if (unlikely(devtcp_wire_produce(rxq, skb, &parse, hash, priv->gen, true, &full))) {
 		/* Another queue filled the ring first: retry once it drains. */
 		atomic_dec(&txq->inflight);
 		devtcp_tx_stop(txq, nq, rxq);
@@ -230,7 +237,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		return NETDEV_TX_BUSY;
 	}
 	devtcp_tx_count(txq, len, true);
-	if (ptr_ring_full(&rxq->wire))
+	if (full)
 		devtcp_tx_stop(txq, nq, rxq);
 	else if (atomic_read(&txq->inflight) >= priv->tx_ring_size)
 		devtcp_tx_ring_full(priv, txq, nq);
@@ -264,6 +271,7 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 	struct net_device *peer;
 	struct devtcp_rxq *rxq;
 	u32 q, hash;
+	bool full;
 
 	peer = rcu_dereference_bh(priv->peer);
 	if (!peer || !netif_running(peer))
@@ -279,7 +287,7 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 	}
 	rxq = &rx->rxq[q];
 	devtcp_parse(skb, &parse);
-	if (devtcp_wire_produce(rxq, skb, &parse, hash, DEVTCP_SKB_CB(skb)->gen, false)) {
+	if (devtcp_wire_produce(rxq, skb, &parse, hash, DEVTCP_SKB_CB(skb)->gen, false, &full)) {
 		devtcp_napi_kick(rxq);
 		return -EBUSY;
 	}
