@@ -38,6 +38,8 @@
 #define DEVTCP_HDR_ROOM		(DEVTCP_HDR_BUF_SIZE - DEVTCP_HDR_HEADROOM - \
 				 SKB_DATA_ALIGN(sizeof(struct skb_shared_info)))
 #define DEVTCP_HDS_THRESH_MAX	1024
+/* What header split writes to the head first, to parse (common headers). */
+#define DEVTCP_HDR_PEEK		256
 
 #define DEVTCP_RSS_KEY_SIZE	40
 #define DEVTCP_RSS_INDIR_SIZE	128
@@ -142,6 +144,7 @@ struct devtcp_parse {
 	u8 proto;		/* IPPROTO_TCP or _UDP with a whole header; else 0 */
 	bool ipv6;		/* the L4 header follows IPv6, not IPv4 */
 	bool malformed;		/* a length out of bounds, a wrong version: drop */
+	bool unparsed;		/* headers past the bytes the parser had */
 	bool verifiable;	/* the device can check the L4 checksum */
 	__wsum pseudo;		/* the L4 checksum's pseudo-header sum */
 };
@@ -150,7 +153,6 @@ struct devtcp_parse {
 struct devtcp_skb_cb {
 	u64 release;		/* fault injection: when it may go on the wire */
 	u32 gen;		/* the sender's queue generation when it was sent */
-	struct devtcp_parse parse;
 };
 
 /* Fault injection settings (IFLA_DEVTCP_FAULT); all zero: off. */
@@ -233,13 +235,23 @@ void devtcp_note_provider(void);
 /* dma.c */
 bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma);
 int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
+/* Sums what the device writes of bytes [start, end) of a frame (rx.c). */
+struct devtcp_csum_acc {
+	unsigned int start;
+	unsigned int end;
+	__wsum sum;
+};
+
 int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int soff,
-			unsigned int len);
+			unsigned int len, struct devtcp_csum_acc *acc);
 int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
-			   const struct sk_buff *src, unsigned int soff, unsigned int len);
+			   const struct sk_buff *src, unsigned int soff, unsigned int len,
+			   struct devtcp_csum_acc *acc);
+void devtcp_csum_acc_add(struct devtcp_csum_acc *acc, const void *buf, unsigned int soff,
+			 unsigned int len);
 
 /* parse.c */
-void devtcp_parse(const struct sk_buff *skb, struct devtcp_parse *p);
+void devtcp_parse(const struct sk_buff *skb, unsigned int len, struct devtcp_parse *p);
 
 /* link.c */
 int devtcp_link_init(void);

@@ -13,6 +13,7 @@
 #include <linux/mem_encrypt.h>
 #include <linux/memory_hotplug.h>
 #include <linux/skbuff.h>
+#include <net/checksum.h>
 #include <net/page_pool/helpers.h>
 
 #include "devtcp.h"
@@ -104,13 +105,29 @@ int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsi
 }
 
 /*
+ * Adds to @acc the bytes of @buf, which hold the frame's bytes from @soff on,
+ * that fall in [acc->start, acc->end), placed as they are in that range.
+ */
+void devtcp_csum_acc_add(struct devtcp_csum_acc *acc, const void *buf, unsigned int soff,
+			 unsigned int len)
+{
+	unsigned int from = max(soff, acc->start), to = min(soff + len, acc->end);
+
+	if (from < to)
+		acc->sum = csum_block_add(acc->sum, csum_partial(buf + (from - soff), to - from, 0),
+					  from - acc->start);
+}
+
+/*
  * The device writes @len bytes of the frame @src at @soff to @dma, page by
  * page. Through the DMA address, as a device would: under swiotlb that is
  * the bounce slot, which the driver's sync for the CPU then copies into the
  * buffer (writing the buffer itself would be overwritten by that sync).
+ * With @acc, it sums what it wrote as it goes, as a NIC's receive checksum
+ * engine does: the bytes the buffer holds, whatever the sender does later.
  */
 int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int soff,
-			unsigned int len)
+			unsigned int len, struct devtcp_csum_acc *acc)
 {
 	while (len) {
 		unsigned int off = offset_in_page(dma);
@@ -123,6 +140,8 @@ int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int 
 			return -EFAULT;
 		va = kmap_local_page(page);
 		err = devtcp_wire_read(src, soff, va + off, n);
+		if (!err && acc)
+			devtcp_csum_acc_add(acc, va + off, soff, n);
 		kunmap_local(va);
 		if (err)
 			return err;
@@ -138,9 +157,11 @@ int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int 
  * dma-unreachable fault is on.
  */
 int devtcp_dma_write_frame(struct devtcp_priv *priv, netmem_ref netmem, unsigned int off,
-			   const struct sk_buff *src, unsigned int soff, unsigned int len)
+			   const struct sk_buff *src, unsigned int soff, unsigned int len,
+			   struct devtcp_csum_acc *acc)
 {
 	if (devtcp_fault_dma_refused(priv))
 		return -EFAULT;
-	return devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len);
+	return devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len,
+				   acc);
 }

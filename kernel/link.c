@@ -327,6 +327,16 @@ int devtcp_new_pair(struct net_device *dev, struct net *src_net, struct net *pee
 	char ifname[IFNAMSIZ];
 	int err;
 
+	/*
+	 * A pair pins rings and page pools no memory cgroup is charged for,
+	 * and a user namespace could make any number: the host's admin makes
+	 * them (and may move an end into a container).
+	 */
+	if (!capable(CAP_NET_ADMIN)) {
+		NL_SET_ERR_MSG(extack,
+			       "devtcp pairs are made by CAP_NET_ADMIN of the initial user namespace");
+		return -EPERM;
+	}
 	err = devtcp_check_queues(tb, extack);
 	if (!err)
 		err = devtcp_check_combined(dev, extack);

@@ -39,6 +39,14 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split
 	u64_stats_update_end(&s->syncp);
 }
 
+/* A frame whose checksum was wrong in provider memory: dropped. */
+static void devtcp_rx_count_bad(struct devtcp_rxq *rxq)
+{
+	u64_stats_update_begin(&rxq->stats.syncp);
+	rxq->stats.csum_bad++;
+	u64_stats_update_end(&rxq->stats.syncp);
+}
+
 enum devtcp_rx_drop_reason {
 	DEVTCP_RX_DROP_ALLOC,	/* no buffer */
 	DEVTCP_RX_DROP_DMA,	/* the device could not reach memory */
@@ -61,14 +69,16 @@ static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason wh
 
 /* The device writes @len bytes of @src at @soff into a buffer of @pool. */
 static int devtcp_dma_write(struct devtcp_rxq *rxq, struct page_pool *pool, netmem_ref netmem,
-			    u32 off, struct sk_buff *src, unsigned int soff, unsigned int len)
+			    u32 off, struct sk_buff *src, unsigned int soff, unsigned int len,
+			    struct devtcp_csum_acc *acc)
 {
 	int err;
 
 	/* Memory of a provider (dma-buf, io_uring area): never CPU-synced. */
 	if (netmem_is_net_iov(netmem))
-		return devtcp_dma_write_frame(rxq->priv, netmem, off, src, soff, len);
-	err = devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len);
+		return devtcp_dma_write_frame(rxq->priv, netmem, off, src, soff, len, acc);
+	err = devtcp_dma_write_at(page_pool_get_dma_addr_netmem(netmem) + off, src, soff, len,
+				  NULL);
 	if (err)
 		return err;
 	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
@@ -121,7 +131,7 @@ static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *sr
 		return NULL;
 	buf = page_address(page) + off;
 	if (hlen && devtcp_dma_write_at(page_pool_get_dma_addr(page) + off + DEVTCP_HDR_HEADROOM,
-					src, 0, hlen))
+					src, 0, hlen, NULL))
 		goto err_put;
 	page_pool_dma_sync_for_cpu(pool, page, off + DEVTCP_HDR_HEADROOM, hlen);
 
@@ -136,6 +146,46 @@ static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *sr
 err_put:
 	page_pool_put_full_page(pool, page, true);
 	return NULL;
+}
+
+/* The device writes the frame's next bytes, up to @to, into the head. */
+static int devtcp_rx_head_grow(struct devtcp_rxq *rxq, struct sk_buff *skb,
+			       struct sk_buff *src, unsigned int to)
+{
+	struct page *page = virt_to_head_page(skb->data);
+	unsigned int off = skb_tail_pointer(skb) - (u8 *)page_address(page);
+	unsigned int n = to - skb->len;
+
+	if (devtcp_dma_write_at(page_pool_get_dma_addr(page) + off, src, skb->len, n, NULL))
+		return -EFAULT;
+	page_pool_dma_sync_for_cpu(rxq->mem.hdr_pool, page, off, n);
+	__skb_put(skb, n);
+	return 0;
+}
+
+/*
+ * With header split on, the device writes the frame's first bytes into a
+ * header buffer and parses them there: a window that holds common headers,
+ * or as much as the buffer holds when they are longer.
+ */
+static struct sk_buff *devtcp_rx_head_parsed(struct devtcp_rxq *rxq, struct sk_buff *src,
+					     struct devtcp_parse *p)
+{
+	unsigned int len = src->len, most = min_t(unsigned int, len, DEVTCP_HDR_ROOM);
+	struct sk_buff *skb;
+
+	skb = devtcp_rx_head(rxq, src, min_t(unsigned int, len, DEVTCP_HDR_PEEK));
+	if (!skb)
+		return NULL;
+	devtcp_parse(skb, len, p);
+	if (p->unparsed && skb->len < most) {
+		if (devtcp_rx_head_grow(rxq, skb, src, most)) {
+			dev_kfree_skb_any(skb);
+			return NULL;
+		}
+		devtcp_parse(skb, len, p);
+	}
+	return skb;
 }
 
 /*
@@ -193,22 +243,18 @@ static bool devtcp_csum_ok(const struct sk_buff *skb, const struct devtcp_parse 
 
 /*
  * The checksum the sender's device computes for a frame handed to it
- * CHECKSUM_PARTIAL: from csum_start to the end, stored csum_offset further.
- * It goes into the head of the received copy @skb, summed over that copy,
- * or over @src when the copy's payload is provider memory. A frame sent
- * from a dma-buf into a dma-buf keeps the sender's pseudo-header sum: no
- * CPU can read its payload, to sum or to check.
+ * CHECKSUM_PARTIAL: from csum_start to the end, stored csum_offset further;
+ * here, into the received copy @skb, summed over it (host memory).
  */
 static void devtcp_rx_csum_fill(struct sk_buff *skb, const struct sk_buff *src)
 {
-	const struct sk_buff *from = skb_frags_readable(skb) ? skb : src;
 	unsigned int start = skb_checksum_start_offset(src);
 	unsigned int at = start + src->csum_offset;
 	__sum16 sum;
 
-	if (start >= skb->len || at + sizeof(sum) > skb_headlen(skb) || !skb_frags_readable(from))
+	if (start >= skb->len || at + sizeof(sum) > skb_headlen(skb))
 		return;
-	sum = csum_fold(skb_checksum(from, start, skb->len - start, 0));
+	sum = csum_fold(skb_checksum(skb, start, skb->len - start, 0));
 	*(__sum16 *)(skb->data + at) = sum ?: CSUM_MANGLED_0;
 }
 
@@ -231,54 +277,90 @@ static void devtcp_rx_gso(struct sk_buff *skb, const struct sk_buff *src,
 	skb->ip_summed = CHECKSUM_PARTIAL;
 }
 
+/*
+ * Into provider memory, which the stack can neither read nor checksum, and
+ * only for a TCP frame whose checksum is good: the device sums what it
+ * writes, head and payload, and fills the offloaded checksum into the head
+ * or drops the frame if the sum is wrong after all (its sender changed it
+ * after the check on its bytes, as a PACKET_TX_RING sender can).
+ */
+static bool devtcp_rx_provider_csum(struct sk_buff *skb, const struct sk_buff *src,
+				    const struct devtcp_parse *p, struct devtcp_csum_acc *acc,
+				    bool fill)
+{
+	__sum16 *check = (__sum16 *)(skb->data + p->l4_off + offsetof(struct tcphdr, check));
+	__sum16 sum;
+
+	devtcp_csum_acc_add(acc, skb->data, 0, skb_headlen(skb));
+	if (!fill)
+		return !csum_fold(csum_add(p->pseudo, acc->sum));
+	sum = csum_fold(acc->sum);
+	*check = sum ?: CSUM_MANGLED_0;
+	return true;
+}
+
 static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 {
-	const struct devtcp_parse *p = &DEVTCP_SKB_CB(src)->parse;
 	struct devtcp_rx_mem *mem = &rxq->mem;
 	struct devtcp_priv *priv = rxq->priv;
 	struct page_pool *pool = mem->data_pool;
-	unsigned int len = src->len, hdrs, hlen, off, buf_size = mem->buf_size;
-	bool gso = skb_is_gso(src), fill;
-	enum devtcp_csum csum;
+	unsigned int len = src->len, hdrs, hlen = 0, off, buf_size = mem->buf_size;
+	struct devtcp_csum_acc acc = {}, *accp = NULL;
+	bool gso = skb_is_gso(src), fill = false;
+	enum devtcp_csum csum = DEVTCP_CSUM_NONE;
+	struct devtcp_parse p;
 	struct sk_buff *skb;
 
-	if (unlikely(p->malformed || (gso && !devtcp_rx_gso_ok(src, p)))) {
+	if (unlikely(len < ETH_HLEN)) {
 		devtcp_rx_drop(rxq, DEVTCP_RX_DROP_MALFORMED);
 		return;
 	}
-	/* The parser leaves longer headers unparsed (proto 0). */
-	hdrs = min_t(unsigned int, p->hdr_len, DEVTCP_HDR_ROOM);
-	csum = devtcp_rx_csum_plan(rxq, src, p, &fill);
 	/*
-	 * Provider memory, which the stack cannot read (nor checksum), takes
-	 * only TCP payloads whose checksum is known good; the device reads
-	 * the frame first if it must. Other frames land in host memory.
+	 * Header split parses the header buffer, then cuts after a TCP or UDP
+	 * header. Frames with no more payload than hds-thresh stay whole in
+	 * the head, and so do frames without such a header (ARP, ICMP) that
+	 * fit: the stack reads their L3 payload, and ARP and neighbour
+	 * discovery must work on a queue bound to a dma-buf. Without header
+	 * split the whole frame goes to payload buffers, parsed there.
 	 */
-	if (mem->unreadable && p->proto == IPPROTO_TCP && csum == DEVTCP_CSUM_CHECK && !fill &&
-	    skb_frags_readable(src))
-		csum = devtcp_csum_ok(src, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
-	if (mem->unreadable && (p->proto != IPPROTO_TCP || csum != DEVTCP_CSUM_GOOD)) {
-		pool = mem->hdr_pool;
-		buf_size = PAGE_SIZE;
-	}
-
-	/*
-	 * Header split cuts after a TCP or UDP header. Frames with no more
-	 * payload than hds-thresh stay whole in the head, and so do frames
-	 * without such a header (ARP, ICMP) that fit: the stack reads their
-	 * L3 payload, and ARP and neighbour discovery must work on a queue
-	 * bound to a dma-buf.
-	 */
-	hlen = 0;
 	if (mem->hds) {
+		skb = devtcp_rx_head_parsed(rxq, src, &p);
+		if (!skb)
+			goto drop;
+		if (unlikely(p.malformed || (gso && !devtcp_rx_gso_ok(src, &p))))
+			goto malformed;
+		hdrs = p.hdr_len;
 		hlen = hdrs;
-		if ((len - hdrs <= mem->hds_thresh || !p->proto) && len <= DEVTCP_HDR_ROOM)
+		if ((len - hdrs <= mem->hds_thresh || !p.proto) && len <= DEVTCP_HDR_ROOM)
 			hlen = len;
+		csum = devtcp_rx_csum_plan(rxq, src, &p, &fill);
+		/*
+		 * Provider memory takes only TCP payloads whose checksum is
+		 * good: offloaded, or checked first on the sender's bytes and
+		 * again on the copy. Other frames land in host memory.
+		 */
+		if (mem->unreadable && p.proto == IPPROTO_TCP && csum == DEVTCP_CSUM_CHECK &&
+		    !fill && skb_frags_readable(src))
+			csum = devtcp_csum_ok(src, &p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
+		if (mem->unreadable && p.proto == IPPROTO_TCP && csum == DEVTCP_CSUM_GOOD &&
+		    hlen < len && !gso) {
+			acc.start = p.l4_off;
+			acc.end = p.l4_off + p.l4_len;
+			accp = &acc;
+		} else if (mem->unreadable &&
+			   (p.proto != IPPROTO_TCP || csum != DEVTCP_CSUM_GOOD)) {
+			pool = mem->hdr_pool;
+			buf_size = PAGE_SIZE;
+		}
+		if (hlen < skb->len)
+			__skb_trim(skb, hlen);
+		else if (hlen > skb->len && devtcp_rx_head_grow(rxq, skb, src, hlen))
+			goto drop_skb;
+	} else {
+		skb = devtcp_rx_head(rxq, src, 0);
+		if (!skb)
+			goto drop;
 	}
-
-	skb = devtcp_rx_head(rxq, src, hlen);
-	if (!skb)
-		goto drop;
 
 	for (off = hlen; off < len; ) {
 		unsigned int chunk = min(len - off, buf_size), truesize = chunk;
@@ -292,7 +374,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		if (!netmem)
 			goto drop_skb;
 		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, truesize);
-		if (devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk)) {
+		if (devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk, accp)) {
 			dev_kfree_skb_any(skb);
 			net_err_ratelimited("%s: queue %u: payload DMA failed, frame dropped\n",
 					    priv->dev->name, rxq->idx);
@@ -301,24 +383,42 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		}
 		off += chunk;
 	}
-	if (!mem->hds && !__pskb_pull_tail(skb, hdrs))
-		goto drop_skb;
+	if (!mem->hds) {
+		devtcp_parse(skb, len, &p);
+		if (unlikely(p.malformed || (gso && !devtcp_rx_gso_ok(src, &p))))
+			goto malformed;
+		if (!__pskb_pull_tail(skb, p.hdr_len))
+			goto drop_skb;
+		csum = devtcp_rx_csum_plan(rxq, src, &p, &fill);
+	}
 
-	if (fill)
-		devtcp_rx_csum_fill(skb, src);
-	if (csum == DEVTCP_CSUM_CHECK)
-		csum = devtcp_csum_ok(skb, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
+	if (accp) {
+		if (!devtcp_rx_provider_csum(skb, src, &p, accp, fill)) {
+			dev_kfree_skb_any(skb);
+			devtcp_rx_count_bad(rxq);
+			return;
+		}
+	} else {
+		if (fill)
+			devtcp_rx_csum_fill(skb, src);
+		if (csum == DEVTCP_CSUM_CHECK)
+			csum = devtcp_csum_ok(skb, &p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
+	}
 	skb->ip_summed = csum == DEVTCP_CSUM_GOOD ? CHECKSUM_UNNECESSARY : CHECKSUM_NONE;
 	if (gso)
-		devtcp_rx_gso(skb, src, p);
+		devtcp_rx_gso(skb, src, &p);
 	skb->protocol = eth_type_trans(skb, priv->dev);
 	if (src->hash)
-		skb_set_hash(skb, src->hash, p->proto ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);
+		skb_set_hash(skb, src->hash, p.proto ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);
 	skb_record_rx_queue(skb, rxq->idx);
 	devtcp_rx_count(rxq, len, mem->hds && hlen < len, csum);
 	napi_gro_receive(&rxq->napi, skb);
 	return;
 
+malformed:
+	dev_kfree_skb_any(skb);
+	devtcp_rx_drop(rxq, DEVTCP_RX_DROP_MALFORMED);
+	return;
 drop_skb:
 	dev_kfree_skb_any(skb);
 drop:

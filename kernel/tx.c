@@ -59,17 +59,15 @@ static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb, u32 *
 }
 
 /*
- * Puts @skb on @rxq's wire, with what the receiving device parsed of it and
- * the sender's queue generation @gen; *full: the ring has no room left. The
- * frame is touched only once it is sure to go on: a frame refused for a full
- * ring (-ENOSPC) goes back to the qdisc, whose skb->cb it still is, and is
- * not timestamped twice. So the timestamp (@stamp) is taken under the
- * producer lock; it takes the socket's error queue lock inside it, never
- * the other way round.
+ * Puts @skb on @rxq's wire with the sender's queue generation @gen; *full:
+ * the ring has no room left. The frame is touched only once it is sure to go
+ * on: a frame refused for a full ring (-ENOSPC) goes back to the qdisc, whose
+ * skb->cb it still is, and is not timestamped twice. So the timestamp
+ * (@stamp) is taken under the producer lock; it takes the socket's error
+ * queue lock inside it, never the other way round.
  */
-static int devtcp_wire_produce(struct devtcp_rxq *rxq, struct sk_buff *skb,
-			       const struct devtcp_parse *p, u32 hash, u32 gen, bool stamp,
-			       bool *full)
+static int devtcp_wire_produce(struct devtcp_rxq *rxq, struct sk_buff *skb, u32 hash, u32 gen,
+			       bool stamp, bool *full)
 {
 	struct ptr_ring *r = &rxq->wire;
 	int err = -ENOSPC;
@@ -79,7 +77,6 @@ static int devtcp_wire_produce(struct devtcp_rxq *rxq, struct sk_buff *skb,
 	if (!__ptr_ring_full(r)) {
 		if (stamp)
 			skb_tx_timestamp(skb);
-		DEVTCP_SKB_CB(skb)->parse = *p;
 		DEVTCP_SKB_CB(skb)->gen = gen;
 		skb->hash = hash;	/* carried to the receiver, see rx.c */
 		err = __ptr_ring_produce(r, skb);
@@ -191,7 +188,6 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	u16 qid = skb_get_queue_mapping(skb);
 	struct devtcp_txq *txq = &priv->txq[qid];
 	struct netdev_queue *nq = netdev_get_tx_queue(dev, qid);
-	struct devtcp_parse parse;
 	struct devtcp_priv *rx;
 	struct net_device *peer;
 	struct devtcp_rxq *rxq;
@@ -227,9 +223,8 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		return NETDEV_TX_OK;
 	}
 	rxq = &rx->rxq[q];
-	devtcp_parse(skb, &parse);
 	atomic_inc(&txq->inflight);
-	if (unlikely(devtcp_wire_produce(rxq, skb, &parse, hash, priv->gen, true, &full))) {
+	if (unlikely(devtcp_wire_produce(rxq, skb, hash, priv->gen, true, &full))) {
 		/* Another queue filled the ring first: retry once it drains. */
 		atomic_dec(&txq->inflight);
 		devtcp_tx_stop(txq, nq, rxq);
@@ -266,7 +261,6 @@ void devtcp_tx_uncount(struct devtcp_priv *priv, u16 qid)
  */
 int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 {
-	struct devtcp_parse parse;
 	struct devtcp_priv *rx;
 	struct net_device *peer;
 	struct devtcp_rxq *rxq;
@@ -286,8 +280,7 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 		goto free;
 	}
 	rxq = &rx->rxq[q];
-	devtcp_parse(skb, &parse);
-	if (devtcp_wire_produce(rxq, skb, &parse, hash, DEVTCP_SKB_CB(skb)->gen, false, &full)) {
+	if (devtcp_wire_produce(rxq, skb, hash, DEVTCP_SKB_CB(skb)->gen, false, &full)) {
 		devtcp_napi_kick(rxq);
 		return -EBUSY;
 	}
