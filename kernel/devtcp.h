@@ -65,6 +65,10 @@ struct devtcp_rxq_stats {
 	u64 csum_unnecessary;	/* delivered with the L4 checksum verified */
 	u64 csum_none;		/* not verified: for the stack to verify */
 	u64 csum_bad;		/* L4 checksum wrong: for the stack to drop */
+	u64 csum_drops;		/* ... wrong in provider memory: dropped */
+	u64 gro_packets;	/* TSO frames received whole, as hardware GRO */
+	u64 gro_bytes;
+	u64 gro_wire_packets;	/* ... the segments they stand for */
 	struct u64_stats_sync syncp;
 };
 

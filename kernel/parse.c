@@ -114,7 +114,8 @@ static void devtcp_parse_ipv4(const struct sk_buff *skb, unsigned int len, unsig
 	/* Only a whole datagram has an L4 header to cut after or verify. */
 	if (ip_is_fragment(iph))
 		return;
-	p->verifiable = true;
+	/* A source route's pseudo-header holds its last hop: the stack's. */
+	p->verifiable = ihl == sizeof(_iph);
 	p->pseudo = csum_tcpudp_nofold(iph->saddr, iph->daddr, tot - ihl, iph->protocol, 0);
 	devtcp_parse_l4(skb, len, off + ihl, tot - ihl, iph->protocol, p);
 	return;

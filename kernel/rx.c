@@ -21,8 +21,8 @@ enum devtcp_csum {
 	DEVTCP_CSUM_BAD,	/* wrong: the stack drops it and counts */
 };
 
-static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split,
-			    enum devtcp_csum csum)
+static void devtcp_rx_count(struct devtcp_rxq *rxq, const struct sk_buff *skb, unsigned int len,
+			    bool split, enum devtcp_csum csum)
 {
 	struct devtcp_rxq_stats *s = &rxq->stats;
 
@@ -30,27 +30,26 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, unsigned int len, bool split
 	s->packets++;
 	s->bytes += len;
 	s->split_packets += split;
-	if (csum == DEVTCP_CSUM_GOOD)
+	/* Up CHECKSUM_PARTIAL (devtcp_rx_gso()): neither verified nor not. */
+	if (skb_is_gso(skb)) {
+		s->gro_packets++;
+		s->gro_bytes += len;
+		s->gro_wire_packets += skb_shinfo(skb)->gso_segs;
+	} else if (csum == DEVTCP_CSUM_GOOD) {
 		s->csum_unnecessary++;
-	else if (csum == DEVTCP_CSUM_BAD)
+	} else if (csum == DEVTCP_CSUM_BAD) {
 		s->csum_bad++;
-	else
+	} else {
 		s->csum_none++;
+	}
 	u64_stats_update_end(&s->syncp);
-}
-
-/* A frame whose checksum was wrong in provider memory: dropped. */
-static void devtcp_rx_count_bad(struct devtcp_rxq *rxq)
-{
-	u64_stats_update_begin(&rxq->stats.syncp);
-	rxq->stats.csum_bad++;
-	u64_stats_update_end(&rxq->stats.syncp);
 }
 
 enum devtcp_rx_drop_reason {
 	DEVTCP_RX_DROP_ALLOC,	/* no buffer */
 	DEVTCP_RX_DROP_DMA,	/* the device could not reach memory */
 	DEVTCP_RX_DROP_MALFORMED, /* see parse.c */
+	DEVTCP_RX_DROP_CSUM,	/* checksum wrong in provider memory */
 };
 
 static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason why)
@@ -62,6 +61,8 @@ static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason wh
 		s->dma_faults++;
 	else if (why == DEVTCP_RX_DROP_MALFORMED)
 		s->malformed++;
+	else if (why == DEVTCP_RX_DROP_CSUM)
+		s->csum_drops++;
 	else
 		s->alloc_fail++;
 	u64_stats_update_end(&s->syncp);
@@ -395,7 +396,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	if (accp) {
 		if (!devtcp_rx_provider_csum(skb, src, &p, accp, fill)) {
 			dev_kfree_skb_any(skb);
-			devtcp_rx_count_bad(rxq);
+			devtcp_rx_drop(rxq, DEVTCP_RX_DROP_CSUM);
 			return;
 		}
 	} else {
@@ -411,7 +412,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	if (src->hash)
 		skb_set_hash(skb, src->hash, p.proto ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);
 	skb_record_rx_queue(skb, rxq->idx);
-	devtcp_rx_count(rxq, len, mem->hds && hlen < len, csum);
+	devtcp_rx_count(rxq, skb, len, mem->hds && hlen < len, csum);
 	napi_gro_receive(&rxq->napi, skb);
 	return;
 

@@ -25,6 +25,10 @@ void devtcp_rxq_stats_read(const struct devtcp_rxq *rxq, struct devtcp_rxq_stats
 		out->csum_unnecessary = s->csum_unnecessary;
 		out->csum_none = s->csum_none;
 		out->csum_bad = s->csum_bad;
+		out->csum_drops = s->csum_drops;
+		out->gro_packets = s->gro_packets;
+		out->gro_bytes = s->gro_bytes;
+		out->gro_wire_packets = s->gro_wire_packets;
 	} while (u64_stats_fetch_retry(&s->syncp, start));
 }
 
@@ -54,7 +58,7 @@ void devtcp_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *s)
 		devtcp_rxq_stats_read(&priv->rxq[i], &rs);
 		s->rx_packets += rs.packets;
 		s->rx_bytes += rs.bytes;
-		s->rx_dropped += rs.alloc_fail + rs.dma_faults;
+		s->rx_dropped += rs.alloc_fail + rs.dma_faults + rs.csum_drops;
 		s->rx_length_errors += rs.malformed;
 		s->rx_errors += rs.malformed;
 	}
@@ -80,10 +84,14 @@ static void devtcp_sum_queues(struct devtcp_priv *priv, int from, int to,
 		rx->packets += rs.packets;
 		rx->bytes += rs.bytes;
 		rx->alloc_fail += rs.alloc_fail;
-		rx->hw_drops += rs.malformed + rs.dma_faults;
+		rx->hw_drops += rs.alloc_fail + rs.malformed + rs.dma_faults + rs.csum_drops;
 		rx->csum_unnecessary += rs.csum_unnecessary;
 		rx->csum_none += rs.csum_none;
 		rx->csum_bad += rs.csum_bad;
+		rx->hw_gro_packets += rs.gro_packets;
+		rx->hw_gro_bytes += rs.gro_bytes;
+		rx->hw_gro_wire_packets += rs.gro_wire_packets;
+		rx->hw_gro_wire_bytes += rs.gro_bytes;
 		devtcp_txq_stats_read(&priv->txq[i], &ts);
 		tx->packets += ts.packets;
 		tx->bytes += ts.bytes;

@@ -11,6 +11,9 @@ of the VM's ethtool 6.14, which cannot set hds-thresh).
   genl.py queues IFINDEX              one line "rx|tx ID napi NAPI_ID" per queue
   genl.py dmabufs IFINDEX             one line "rx ID dmabuf N" per RX queue (0: none)
   genl.py qstats IFINDEX              one line "rx|tx ID packets N bytes N" per queue
+  genl.py qstats IFINDEX NAME...      one line "rx ID NAME N..." per RX queue, NAME an
+                                      RX counter of QSTATS_RX (rx-hw-drops, rx-csum-bad...);
+                                      "-" for one the driver does not report
   genl.py hds-thresh IFNAME           "hds-thresh N max N"
   genl.py set-hds-thresh IFNAME N     set it; on error print the extack, exit 1
   genl.py set-channels IFNAME N       combined channels; errors as above
@@ -48,6 +51,12 @@ CMD_QSTATS_GET = 12
 QS_IFINDEX, QS_QUEUE_TYPE, QS_QUEUE_ID, QS_SCOPE = 1, 2, 3, 4
 QS_RX_PACKETS, QS_RX_BYTES, QS_TX_PACKETS, QS_TX_BYTES = 8, 9, 10, 11
 QSTATS_SCOPE_QUEUE = 1
+# The RX counters of NETDEV_A_QSTATS_* (uapi/linux/netdev.h, the same in 6.12 and 7.x).
+QSTATS_RX = {"rx-packets": 8, "rx-bytes": 9, "rx-alloc-fail": 12, "rx-hw-drops": 13,
+             "rx-hw-drop-overruns": 14, "rx-csum-complete": 15, "rx-csum-unnecessary": 16,
+             "rx-csum-none": 17, "rx-csum-bad": 18, "rx-hw-gro-packets": 19,
+             "rx-hw-gro-bytes": 20, "rx-hw-gro-wire-packets": 21, "rx-hw-gro-wire-bytes": 22,
+             "rx-hw-drop-ratelimits": 23}
 PP_ID, PP_IFINDEX, PP_NAPI, PP_INFLIGHT, PP_INFLIGHT_MEM, PP_DETACH = 1, 2, 3, 4, 5, 6
 Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI, Q_DMABUF = 1, 2, 3, 4, 5
 
@@ -200,8 +209,18 @@ def main(argv):
     if argv[1] == "qstats":
         req = attr(QS_IFINDEX, struct.pack("I", ifindex)) + \
             attr(QS_SCOPE, struct.pack("I", QSTATS_SCOPE_QUEUE))
+        names = argv[3:]
+        if any(n not in QSTATS_RX for n in names):
+            print(f"qstats: known counters: {' '.join(QSTATS_RX)}", file=sys.stderr)
+            return 2
         for q in request(sock, fam, CMD_QSTATS_GET, req, NLM_F_DUMP):
             rx = u32(q[QS_QUEUE_TYPE]) == 0
+            if names:
+                if rx:
+                    print(f"rx {u32(q[QS_QUEUE_ID])} " + " ".join(
+                        f"{n} {uint(q[QSTATS_RX[n]]) if QSTATS_RX[n] in q else '-'}"
+                        for n in names))
+                continue
             pk, by = (QS_RX_PACKETS, QS_RX_BYTES) if rx else (QS_TX_PACKETS, QS_TX_BYTES)
             print(f"{'rx' if rx else 'tx'} {u32(q[QS_QUEUE_ID])} "
                   f"packets {uint(q.get(pk, bytes(4)))} bytes {uint(q.get(by, bytes(4)))}")
