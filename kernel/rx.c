@@ -7,8 +7,10 @@
  * payload buffers and the driver copies the headers out, as drivers do.
  */
 #include <linux/etherdevice.h>
+#include <linux/inetdevice.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
+#include <net/addrconf.h>
 #include <net/page_pool/helpers.h>
 
 #include "devtcp.h"
@@ -245,15 +247,17 @@ static bool devtcp_csum_ok(const struct sk_buff *skb, const struct devtcp_parse 
 /*
  * The checksum the sender's device computes for a frame handed to it
  * CHECKSUM_PARTIAL: from csum_start to the end, stored csum_offset further;
- * here, into the received copy @skb, summed over it (host memory).
+ * here, into the received copy @skb, summed over it (host memory). Never
+ * before @from: the headers the device parsed stay as it parsed them.
  */
-static void devtcp_rx_csum_fill(struct sk_buff *skb, const struct sk_buff *src)
+static void devtcp_rx_csum_fill(struct sk_buff *skb, const struct sk_buff *src,
+				unsigned int from)
 {
 	unsigned int start = skb_checksum_start_offset(src);
 	unsigned int at = start + src->csum_offset;
 	__sum16 sum;
 
-	if (start >= skb->len || at + sizeof(sum) > skb_headlen(skb))
+	if (start < from || start >= skb->len || at + sizeof(sum) > skb_headlen(skb))
 		return;
 	sum = csum_fold(skb_checksum(skb, start, skb->len - start, 0));
 	*(__sum16 *)(skb->data + at) = sum ?: CSUM_MANGLED_0;
@@ -276,6 +280,40 @@ static void devtcp_rx_gso(struct sk_buff *skb, const struct sk_buff *src,
 	skb->csum_start = skb_headroom(skb) + p->l4_off;
 	skb->csum_offset = offsetof(struct tcphdr, check);
 	skb->ip_summed = CHECKSUM_PARTIAL;
+}
+
+/* The host routes what comes in on @dev: a frame may be for another host. */
+static bool devtcp_forwards(struct net_device *dev)
+{
+	struct inet6_dev *idev;
+	struct in_device *in_dev;
+	bool fwd;
+
+	rcu_read_lock();
+	in_dev = __in_dev_get_rcu(dev);
+	idev = __in6_dev_get(dev);
+	fwd = (in_dev && IN_DEV_FORWARD(in_dev)) || (idev && READ_ONCE(idev->cnf.forwarding));
+	rcu_read_unlock();
+	return fwd;
+}
+
+/*
+ * Whether the payload of a frame, past its head of @hlen bytes, may land in
+ * provider memory, which the stack can neither read nor checksum: only a TCP
+ * payload whose checksum is good (offloaded, or checked on the sender's
+ * bytes here and again on the copy as the device writes it), and not on a
+ * host that forwards (the core fragments a forwarded frame by reading its
+ * payload, and BUG()s on one it cannot read).
+ */
+static bool devtcp_rx_to_provider(struct devtcp_rxq *rxq, const struct sk_buff *src,
+				  const struct devtcp_parse *p, unsigned int hlen, bool fill,
+				  enum devtcp_csum *csum)
+{
+	if (p->proto != IPPROTO_TCP || hlen == src->len || devtcp_forwards(rxq->priv->dev))
+		return false;
+	if (*csum == DEVTCP_CSUM_CHECK && !fill && skb_frags_readable(src))
+		*csum = devtcp_csum_ok(src, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
+	return *csum == DEVTCP_CSUM_GOOD;
 }
 
 /*
@@ -307,7 +345,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	struct page_pool *pool = mem->data_pool;
 	unsigned int len = src->len, hdrs, hlen = 0, off, buf_size = mem->buf_size;
 	struct devtcp_csum_acc acc = {}, *accp = NULL;
-	bool gso = skb_is_gso(src), fill = false;
+	bool gso = skb_is_gso(src), fill = false, no_gro = false;
 	enum devtcp_csum csum = DEVTCP_CSUM_NONE;
 	struct devtcp_parse p;
 	struct sk_buff *skb;
@@ -335,23 +373,15 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		if ((len - hdrs <= mem->hds_thresh || !p.proto) && len <= DEVTCP_HDR_ROOM)
 			hlen = len;
 		csum = devtcp_rx_csum_plan(rxq, src, &p, &fill);
-		/*
-		 * Provider memory takes only TCP payloads whose checksum is
-		 * good: offloaded, or checked first on the sender's bytes and
-		 * again on the copy. Other frames land in host memory.
-		 */
-		if (mem->unreadable && p.proto == IPPROTO_TCP && csum == DEVTCP_CSUM_CHECK &&
-		    !fill && skb_frags_readable(src))
-			csum = devtcp_csum_ok(src, &p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
-		if (mem->unreadable && p.proto == IPPROTO_TCP && csum == DEVTCP_CSUM_GOOD &&
-		    hlen < len && !gso) {
+		if (mem->unreadable && devtcp_rx_to_provider(rxq, src, &p, hlen, fill, &csum)) {
 			acc.start = p.l4_off;
 			acc.end = p.l4_off + p.l4_len;
-			accp = &acc;
-		} else if (mem->unreadable &&
-			   (p.proto != IPPROTO_TCP || csum != DEVTCP_CSUM_GOOD)) {
+			accp = gso ? NULL : &acc;
+		} else if (mem->unreadable) {
+			/* Host memory on this queue: never merged with provider memory. */
 			pool = mem->hdr_pool;
 			buf_size = PAGE_SIZE;
+			no_gro = true;
 		}
 		if (hlen < skb->len)
 			__skb_trim(skb, hlen);
@@ -401,7 +431,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		}
 	} else {
 		if (fill)
-			devtcp_rx_csum_fill(skb, src);
+			devtcp_rx_csum_fill(skb, src, p.proto ? p.l4_off : p.hdr_len);
 		if (csum == DEVTCP_CSUM_CHECK)
 			csum = devtcp_csum_ok(skb, &p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
 	}
@@ -413,7 +443,14 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		skb_set_hash(skb, src->hash, p.proto ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);
 	skb_record_rx_queue(skb, rxq->idx);
 	devtcp_rx_count(rxq, skb, len, mem->hds && hlen < len, csum);
-	napi_gro_receive(&rxq->napi, skb);
+	/*
+	 * GRO would append a provider frame's net_iovs to a host-memory skb
+	 * of the same flow (or the reverse) without marking it unreadable.
+	 */
+	if (no_gro)
+		netif_receive_skb(skb);
+	else
+		napi_gro_receive(&rxq->napi, skb);
 	return;
 
 malformed:
