@@ -341,3 +341,20 @@ nothing_left() {
 	[ "$(ip netns exec "$1" python3 /devtcp/selftests/net/genl.py dmabufs "$ifindex" |
 		awk '$4 != 0' | wc -l)" = 0 ]
 }
+
+# queue_dmabuf NS IFINDEX Q: the id of the dma-buf bound to RX queue Q of
+# the device (0: none).
+queue_dmabuf() {
+	ip netns exec "$1" python3 /devtcp/selftests/net/genl.py dmabufs "$2" |
+		awk -v q="$3" '$2 == q { print $4 }'
+}
+
+# check_buffers_back NS IFINDEX POOLS BUFS: once they have had the time to
+# come back (wait_buffers_back), the device's page pools read POOLS and the
+# system's dma-bufs BUFS again (checked).
+check_buffers_back() {
+	wait_buffers_back "$1" "$2" "$3" "$4"
+	echo "page pools before: $3, now: $(page_pools "$1" "$2"); dma-bufs before: $4, now: $(dmabufs)"
+	check "no page pool left behind" test "$(page_pools "$1" "$2")" = "$3"
+	check "no dma-buf left behind" test "$(dmabufs)" = "$4"
+}

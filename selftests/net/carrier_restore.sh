@@ -23,10 +23,7 @@ carrier() { ip netns exec "$1" cat /sys/class/net/"$2"/carrier 2> /dev/null; }
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 pools() { page_pools ns2 "$ifindex"; }
 # The dma-buf id bound to queue $q (0: none).
-bound() {
-	ip netns exec ns2 python3 selftests/net/genl.py dmabufs "$ifindex" |
-		awk -v q=$q '$2 == q { print $4 }'
-}
+bound() { queue_dmabuf ns2 "$ifindex" "$q"; }
 pools0=$(pools)
 bufs0=$(dmabufs)
 
@@ -86,9 +83,6 @@ else
 fi
 
 ip netns exec ns2 $FAULT off dtb
-wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
-echo "page pools before: $pools0, now: $(pools); dma-bufs before: $bufs0, now: $(dmabufs)"
-check "no page pool left behind" test "$(pools)" = "$pools0"
-check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
+check_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
 teardown ns1 ns2
 finish

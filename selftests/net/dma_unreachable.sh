@@ -122,9 +122,6 @@ check "... and counted as refused transfers" \
 check "... and logged" bash -c "dmesg | grep -q 'dta: queue [0-9]*: TX DMA from provider memory failed'"
 fault ns1 off dta
 
-wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
-echo "page pools before: $pools0, now: $(pools); dma-bufs before: $bufs0, now: $(dmabufs)"
-check "no page pool left behind" test "$(pools)" = "$pools0"
-check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
+check_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
 teardown ns1 ns2
 finish

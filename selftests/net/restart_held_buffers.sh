@@ -31,10 +31,7 @@ carrier() { ip netns exec ns2 cat /sys/class/net/dtb/carrier; }
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 pools() { page_pools ns2 "$ifindex"; }
 # The dma-buf id bound to queue $q (0: none).
-bound() {
-	ip netns exec ns2 python3 selftests/net/genl.py dmabufs "$ifindex" |
-		awk -v q=$q '$2 == q { print $4 }'
-}
+bound() { queue_dmabuf ns2 "$ifindex" "$q"; }
 pools0=$(pools)
 bufs0=$(dmabufs)
 
@@ -104,10 +101,7 @@ else
 	check "a new binding on queue $q receives a validated stream (not tried)" false
 fi
 
-wait_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
-echo "page pools before: $pools0, now: $(pools); dma-bufs before: $bufs0, now: $(dmabufs)"
-check "no page pool left behind" test "$(pools)" = "$pools0"
-check "no dma-buf left behind" test "$(dmabufs)" = "$bufs0"
+check_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
 check "a plain stream arrives intact on the restarted queues" plain_stream 5001 20000000 93
 teardown ns1 ns2
 finish
