@@ -21,14 +21,17 @@ MODULE_DIRS := kernel selftests/harness/warn
 
 all: modules userspace
 
+# selftests/timed records each step's time for make check's table (build/).
+T := selftests/timed
+
 provision:
-	@selftests/vm/provision
+	@$(T) provision selftests/vm/provision
 
 modules: provision
 	@for d in $(MODULE_DIRS); do \
-		selftests/vm/kbuild $$d -s || exit 1; \
+		$(T) "build $$d (test kernel)" selftests/vm/kbuild $$d -s || exit 1; \
 	done
-	@selftests/vm/kbuild --lts -s
+	@$(T) "build kernel (LTS kernel)" selftests/vm/kbuild --lts -s
 	@$(MAKE) -s build/dkms-lts.tar
 
 # the sources dkms-install copies, and the root's DKMS build depends on
@@ -40,20 +43,20 @@ DKMS_UAPI_FILES = $(wildcard uapi/linux/*.h)
 DEVTCP_CACHE ?= /var/cache/devtcp
 build/dkms-lts.tar: dkms.conf Makefile $(DKMS_KERNEL_FILES) $(DKMS_UAPI_FILES) \
 		selftests/vm/dkms-build $(wildcard $(DEVTCP_CACHE)/kver-lts)
-	@selftests/vm/dkms-build
+	@$(T) "DKMS build for the LTS kernel" selftests/vm/dkms-build
 
 userspace: provision
-	@$(MAKE) -s -C userspace
-	@$(MAKE) -s -C rdpm
-	@$(MAKE) -s -C selftests/net
-	@$(MAKE) -s -C selftests/libdevmem
-	@$(MAKE) -s -C selftests/rdpm
-	@$(MAKE) -s -C selftests/coll
-	@$(MAKE) -s -C userspace/libdevcoll/tests fake_cuda.so
-	@$(MAKE) -s -C ompi
-	@$(MAKE) -s -C selftests/ompi
-	@selftests/vm/in-root make -s -C /devtcp/ompi O=/devtcp/build/ompi-vm OMPI_SRC=/usr/src/ompi-src
-	@selftests/vm/in-root make -s -C /devtcp/selftests/ompi O=/devtcp/build/ompi-vm
+	@$(T) "build userspace" $(MAKE) -s -C userspace
+	@$(T) "build rdpm" $(MAKE) -s -C rdpm
+	@$(T) "build selftests/net" $(MAKE) -s -C selftests/net
+	@$(T) "build selftests/libdevmem" $(MAKE) -s -C selftests/libdevmem
+	@$(T) "build selftests/rdpm" $(MAKE) -s -C selftests/rdpm
+	@$(T) "build selftests/coll" $(MAKE) -s -C selftests/coll
+	@$(T) "build userspace/libdevcoll/tests" $(MAKE) -s -C userspace/libdevcoll/tests fake_cuda.so
+	@$(T) "build ompi" $(MAKE) -s -C ompi
+	@$(T) "build selftests/ompi" $(MAKE) -s -C selftests/ompi
+	@$(T) "build ompi for the VM" selftests/vm/in-root make -s -C /devtcp/ompi O=/devtcp/build/ompi-vm OMPI_SRC=/usr/src/ompi-src
+	@$(T) "build selftests/ompi for the VM" selftests/vm/in-root make -s -C /devtcp/selftests/ompi O=/devtcp/build/ompi-vm
 
 check: all
 	@selftests/check
@@ -65,7 +68,7 @@ check-debug:
 	@selftests/check-debug
 
 demo: all
-	@selftests/vm/run -- selftests/demo.sh
+	@$(T) "make demo's VM run" selftests/vm/run -- selftests/demo.sh
 
 bench: all
 	@selftests/bench/run
