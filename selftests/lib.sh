@@ -43,6 +43,17 @@ fail() {
 # page pool stalled for a minute) names the part of the test it began in.
 phase() { echo "devtcp-test: phase $*" > /dev/kmsg 2> /dev/null || true; }
 
+# kernel_quiet MARK WHAT: the kernel reported nothing since MARK (a line in
+# its log, such as a phase's), as selftests/vm/kcheck judges it after every
+# test: the same reports, and the upstream ones it knows let pass.
+kernel_quiet() {
+	local out rc
+	out=$(dmesg | /devtcp/selftests/vm/kcheck --since "$1")
+	rc=$?
+	[ -n "$out" ] && echo "$out"
+	check "$2: the kernel reported nothing (kcheck: exit $rc)" test $rc = 0
+}
+
 # Ends the test: pass if no check failed.
 finish() {
 	[ "$fails" = 0 ] && exit $KSFT_PASS

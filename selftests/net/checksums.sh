@@ -19,14 +19,13 @@ n=10
 q=3
 bytes=${DEVTCP_CSUM_DEVMEM_BYTES:-80000000}
 frames="python3 /devtcp/selftests/net/rawframes.py"
-report='BUG:|WARNING:|KASAN|UBSAN|Oops|hw csum failure|payload DMA failed|refcount_t:'
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 ifindex=$(ip netns exec ns2 cat /sys/class/net/dtb/ifindex)
 dmac=$(ip netns exec ns2 cat /sys/class/net/dtb/address)
 ip netns exec ns1 ping -q -c 1 -W 5 10.99.0.2 > /dev/null || fail "no ping before the test"
 ip netns exec ns1 ping -q -c 1 -W 5 fd99::2 > /dev/null || fail "no IPv6 ping before the test"
-reports0=$(dmesg | grep -Ec "$report")
+phase "checksums start"
 
 # rx<q>_csum_bad, _unnecessary and _none of ethtool -S dtb, each summed over the queues
 rxc() {
@@ -174,9 +173,13 @@ timeout 300 ip netns exec ns2 /devtcp/selftests/net/devmem_rx -i dtb -q $q -p 50
 	-s 41 > /tmp/rx.out 2>&1 &
 rxpid=$!
 wait_listen /tmp/rx.out || fail "the devmem receiver did not start"
-# the bad segments go the moment the stream's connection is up
+# the bad segments go the moment the stream's connection is up: the
+# stream starts once their sender looks for it (it lasts 1.6 s here,
+# python's start under TCG about as long)
+: > /tmp/bad.out
 ip netns exec ns1 $frames tcp-bad dta "$dmac" auto 5001 $n 3000 > /tmp/bad.out 2>&1 &
 badpid=$!
+for _ in $(seq $((100 * scale))); do grep -q waiting /tmp/bad.out && break; sleep 0.1; done
 timeout 300 ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 \
 	-n "$bytes" -s 41 > /dev/null &
 txpid=$!
@@ -201,9 +204,10 @@ check "... rx${q}_csum_bad rose by $n" test $bad = $n
 check "the devmem stream completed, every byte validated (sender $txrc, receiver $rxrc)" \
 	test $txrc = 0 -a $rxrc = 0
 check "... none mismatched" grep -q " 0 mismatched" /tmp/rx.out
-reports=$(( $(dmesg | grep -Ec "$report") - reports0 ))
-check "the kernel reported nothing (reports: $reports)" test $reports = 0
-[ $reports = 0 ] || dmesg | grep -E "$report" | tail -n 5
+kernel_quiet "devtcp-test: phase checksums start" "the checksum tests"
+dma_failed=$(dmesg | awk '/devtcp-test: phase checksums start/ { n = 0 } /payload DMA failed/ { n++ }
+	END { print n + 0 }')
+check "no payload DMA failed (devtcp's log: $dma_failed)" test "$dma_failed" = 0
 echo "== teardown (at ${SECONDS} s)"
 teardown ns1 ns2 ns3
 finish

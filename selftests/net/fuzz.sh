@@ -10,14 +10,13 @@
 . "$(dirname "$0")/../lib.sh"
 
 secs=${DEVTCP_FUZZ_SECONDS:-60}
-report='BUG:|WARNING:|KASAN|UBSAN|Oops|kmemleak report|possible .*locking|refcount_t:|list_(add|del) corruption'
 
 devtcp_pair dta ns1 dtb ns2 || fail "cannot create the pair"
 # A pool destroyed with pages out stays listed as detached: a leak shows.
 detached() { page_pools ns2 all | awk '{ print $4 }'; }
 detached0=$(detached)
 bufs0=$(dmabufs)
-reports0=$(dmesg | grep -Ec "$report")
+phase "fuzz start"
 
 # Traffic all along: plain streams, one after the other, whatever the fuzzer
 # does to the queues (a stream may fail; only the kernel must hold up).
@@ -43,8 +42,7 @@ ops=$(awk '/operations in/ { print $2 }' /tmp/fuzz.out)
 check "every request was answered ($ops operations)" test "$fuzz_rc" = 0
 check "requests were both accepted and refused" \
 	awk '/accepted/ { a += $(NF-3); r += $(NF-1) } END { exit !(a && r) }' /tmp/fuzz.out
-reports=$(( $(dmesg | grep -Ec "$report") - reports0 ))
-check "the kernel reported nothing (reports: $reports)" test "$reports" = 0
+kernel_quiet "devtcp-test: phase fuzz start" "fuzzing"
 
 # The fuzzed pair, faults off and up again, still works.
 for ns in ns1 ns2; do

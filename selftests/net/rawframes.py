@@ -26,8 +26,9 @@ label 0xd7000 + k) for the sniffer to tell them apart.
       COUNT TCP segments (ACK, SIZE bytes of payload, random sequence
       numbers) from 10.99.0.1:SPORT to 10.99.0.2:DPORT with a wrong
       checksum. SPORT "auto": that of the first connection to DPORT this
-      namespace has established (waits for one up to 30 s; prints
-      "sport N"), so that the segments go the moment it is up
+      namespace has established (prints "waiting" once it looks, waits
+      for one up to 30 s, prints "sport N"), so that the segments go the
+      moment it is up
   rawframes.py csum-capture IFNAME SECONDS
       prints "listening", captures the IPv4/IPv6 TCP and UDP frames IFNAME
       receives until a stop datagram (UDP to port 9, "rawframes-stop") or
@@ -304,6 +305,7 @@ def established_sport(dport, seconds):
 def tcp_bad(ifname, dstmac, sport, dport, count, size):
     s = packet_socket(ifname)
     if sport == "auto":
+        print("waiting for a connection to port %d" % dport, flush=True)
         sport = established_sport(dport, 30)
         if sport is None:
             print("no connection to port %d" % dport)

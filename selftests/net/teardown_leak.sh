@@ -18,13 +18,15 @@ ip netns exec ns2 /devtcp/selftests/net/tcp_stream recv -p 5101 -n 1000000 -s 2 
 rx=$!
 wait_listen /tmp/held.out || fail "the receiver never listened"
 kill -STOP $rx
-ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5101 -n 100000 -s 2 \
+# Fewer bytes than a receive buffer holds on any kernel: the debug kernel's
+# larger skbs let only 85792 of 100000 in before the window closed.
+ip netns exec ns1 /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5101 -n 50000 -s 2 \
 	> /dev/null 2>&1 &
 tx=$!
 unread() { ip netns exec ns2 ss -Htn sport = :5101 | awk '{ n = $2 } END { print n + 0 }'; }
-for _ in $(seq 100); do [ "$(unread)" -ge 100000 ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ "$(unread)" -ge 50000 ] && break; sleep 0.1; done
 # Recv-Q: the bytes and, once the sender has gone, its FIN.
-check "100000 bytes wait unread in the stopped receiver's socket" test "$(unread)" -ge 100000
+check "50000 bytes wait unread in the stopped receiver's socket" test "$(unread)" -ge 50000
 # The sender waits for the receiver to close; it goes, its bytes stay.
 kill -9 $tx
 wait $tx 2> /dev/null
