@@ -1234,14 +1234,15 @@ static bool admit(uid_t uid, pid_t pid)
 	static struct ratelimit rl_all, rl_user;
 	unsigned int mine = 0;
 
-	if (is_admin_uid(uid))
-		return nclients < rdpmd.conf.max_clients + RDPM_ADMIN_SLOTS;
-	if (nclients >= rdpmd.conf.max_clients) {
+	if (nclients >= rdpmd.conf.max_clients + (is_admin_uid(uid) ? RDPM_ADMIN_SLOTS : 0)) {
 		rdpmd.counters.refused_max_clients++;
 		log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
-			    "max_clients (%u) reached", pid, uid, rdpmd.conf.max_clients);
+			    "max_clients (%u%s) reached", pid, uid, rdpmd.conf.max_clients,
+			    is_admin_uid(uid) ? " and the admins' slots" : "");
 		return false;
 	}
+	if (is_admin_uid(uid))
+		return true;
 	for (struct client *c = clients; c; c = c->next)
 		mine += c->uid == uid;
 	if (mine >= rdpmd.conf.max_clients_per_user) {
