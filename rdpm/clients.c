@@ -6,20 +6,28 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
 #include "rdpmd.h"
 
-#define MAX_BINDINGS_PER_CLIENT	16
+/* Buffers (REGISTER and JOIN) of one uid at once. */
+#define MAX_BINDINGS_PER_USER	16
+/* While out of fds without a spare, the listener waits this long. */
+#define LISTEN_PAUSE_MS		1000
+/* Connections accepted per listener event, so that clients get a turn. */
+#define ACCEPT_BATCH		32
 
 
 struct client;
@@ -68,6 +76,7 @@ struct flow {
 struct client {
 	struct client *next;
 	int fd;
+	uint64_t since;			/* connected at (rdpm_now_ms) */
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
@@ -84,6 +93,52 @@ static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
 static unsigned int nclients;
+/* Closed to accept (and close) a connection when out of fds, then reopened. */
+static int spare_fd = -1;
+static bool listen_paused;
+static uint64_t listen_resume_at;
+
+uint64_t rdpm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * At most one log line a second per kind of refusal: a client that
+ * connects in a loop must not flood the journal. The lines left out are
+ * counted in the next one.
+ */
+struct ratelimit {
+	uint64_t last;
+	unsigned long missed;
+};
+
+static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
+{
+	uint64_t now = rdpm_now_ms();
+	char line[512];
+	va_list ap;
+
+	if (rl->last && now - rl->last < 1000) {
+		rl->missed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (rl->missed)
+		rdpm_log(prio, "%s (and %lu more since the last such line)", line, rl->missed);
+	else
+		rdpm_log(prio, "%s", line);
+	rl->last = now;
+	rl->missed = 0;
+}
 
 static uint32_t new_id(uint32_t *next)
 {
@@ -125,6 +180,7 @@ static void send_msg_fd(struct client *c, uint16_t type, uint32_t id, const void
 	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		rdpm_log(LOG_WARNING, "client pid %d uid %u: cannot send (%m): disconnecting",
 			 c->pid, c->uid);
+		rdpmd.counters.closed_unread++;
 		c->dead = true;
 	}
 }
@@ -162,9 +218,14 @@ static void send_event(struct client *c, uint32_t ev, uint32_t handle, const cha
 	send_msg(c, RDPM_EVENT, 0, &e, sizeof(e));
 }
 
+static bool is_admin_uid(uid_t uid)
+{
+	return uid == 0 || rdpm_idlist_has(&rdpmd.conf.admin_users, uid);
+}
+
 static bool is_admin(const struct client *c)
 {
-	return c->uid == 0 || rdpm_idlist_has(&rdpmd.conf.admin_users, c->uid);
+	return is_admin_uid(c->uid);
 }
 
 static bool may_use(const struct client *c, const struct rdpm_nic_conf *nc)
@@ -266,6 +327,8 @@ unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event)
 	return count;
 }
 
+static void listener_arm(bool on);
+
 static void client_close(struct client *c)
 {
 	struct client **pp;
@@ -277,6 +340,11 @@ static void client_close(struct client *c)
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	nclients--;
+	/* An fd is free again: take the spare back, accept again. */
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (listen_paused)
+		listener_arm(true);
 	rdpm_log(LOG_INFO, "client pid %d uid %u disconnected; %u binding(s) released", c->pid,
 		 c->uid, nb);
 	free(c);
@@ -297,7 +365,8 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 }
 
 /* Refuses a dma-buf registered already (@st; NULL for a share), or @size
- * more bytes over the client's quotas. */
+ * more bytes over the quotas of the client's uid: every connection of a
+ * user counts against the same quotas, so more connections get no more. */
 static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
 			  const struct stat *st, uint64_t size)
 {
@@ -309,20 +378,20 @@ static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdp
 			return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already registered "
 					 "(handle %u%s)", it->handle,
 					 it->c == c ? "" : ", by another client");
-		if (it->c == c) {
+		if (it->c->uid == c->uid) {
 			nb++;
 			if (it->n == n)
 				used += it->sh ? it->share : devmem_mem_size(it->mem);
 		}
 	}
-	if (nb >= MAX_BINDINGS_PER_CLIENT)
-		return reply_err(c, &m->hdr, -EDQUOT, "quota: at most %d buffers per client",
-				 MAX_BINDINGS_PER_CLIENT);
+	if (nb >= MAX_BINDINGS_PER_USER)
+		return reply_err(c, &m->hdr, -EDQUOT, "quota: at most %d buffers per uid, uid %u "
+				 "has them", MAX_BINDINGS_PER_USER, c->uid);
 	if (used + size > n->conf.max_bytes)
-		return reply_err(c, &m->hdr, -EDQUOT, "quota: %llu bytes already bound on %s, "
-				 "%llu more exceed max_bytes %llu", (unsigned long long)used,
-				 n->conf.name, (unsigned long long)size,
-				 (unsigned long long)n->conf.max_bytes);
+		return reply_err(c, &m->hdr, -EDQUOT, "quota: %llu bytes already bound on %s by "
+				 "uid %u, %llu more exceed max_bytes %llu (per uid)",
+				 (unsigned long long)used, n->conf.name, c->uid,
+				 (unsigned long long)size, (unsigned long long)n->conf.max_bytes);
 	return 0;
 }
 
@@ -376,8 +445,58 @@ static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm
 	return 0;
 }
 
+/*
+ * Whether @fd, a client's, is a dma-buf open for reading and writing,
+ * judged only from what the kernel keeps of the open file itself, never
+ * from its file system: fstat or fstatfs of a FUSE file waits for the
+ * FUSE server (which the client may be), and so would this single-threaded
+ * daemon. A dma-buf's /proc/self/fd link is "/dmabuf:NAME" (the dma-buf
+ * file system's d_dname) and its fdinfo has the dma-buf lines (exp_name);
+ * neither reads the file. 0, or an error reply's -errno with the reason
+ * in @why.
+ */
+static int dmabuf_fd_check(int fd, char *why, size_t len)
+{
+	char path[64], link[128], info[2048];
+	ssize_t n;
+	int f, flags;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0) {
+		snprintf(why, len, "cannot look at the fd attached (%s)", strerror(errno));
+		return errno == EMFILE || errno == ENFILE ? -errno : -EBADF;
+	}
+	link[n] = 0;
+	if (strncmp(link, "/dmabuf:", 8)) {
+		snprintf(why, len, "the fd attached is not a dma-buf (it is %.80s)", link);
+		return -EBADF;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0) {
+		snprintf(why, len, "cannot look at the fd attached (%s)", strerror(errno));
+		return errno == EMFILE || errno == ENFILE ? -errno : -EBADF;
+	}
+	n = read(f, info, sizeof(info) - 1);
+	close(f);
+	info[n > 0 ? n : 0] = 0;
+	if (!strstr(info, "\nexp_name:\t")) {
+		snprintf(why, len, "the fd attached is not a dma-buf (no exporter in its fdinfo)");
+		return -EBADF;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) != O_RDWR) {
+		snprintf(why, len, "the dma-buf fd attached is not open for reading and writing "
+			 "(O_RDWR): the NIC writes into it");
+		return -EACCES;
+	}
+	return 0;
+}
+
 static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 {
+	char why[160];
 	const char *ifname = m->u.reg.ifname;
 	struct rdpm_nic *n = nic_by_name(ifname);
 	struct binding *b;
@@ -391,8 +510,12 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not use %s (users/groups "
 					"of [nic %s] in %s)", c->uid, ifname, ifname,
 					rdpmd.conf_path);
+	err = dmabuf_fd_check(fd, why, sizeof(why));
+	if (err)
+		return (void)reply_err(c, &m->hdr, err, "%s", why);
+	/* A dma-buf: fstat does not leave its in-kernel file system. */
 	if (fstat(fd, &st))
-		return (void)reply_err(c, &m->hdr, -errno, "fstat of the fd: %m");
+		return (void)reply_err(c, &m->hdr, -errno, "fstat of the dma-buf: %m");
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
@@ -596,13 +719,14 @@ static void do_steer(struct client *c, const struct rdpm_msg *m)
 						"steered%s (flow %u)", o->c == c ? "" :
 						" by another client", o->c == c ? o->id : 0);
 		}
-		if (o->c == c && o->b->n == b->n)
+		if (o->c->uid == c->uid && o->b->n == b->n)
 			count++;
 	}
 	if (count >= b->n->conf.max_rules) {
 		free(f);
-		return (void)reply_err(c, &m->hdr, -EDQUOT, "quota: %u flow rules on %s, the "
-					"most max_rules allows", count, b->n->conf.name);
+		return (void)reply_err(c, &m->hdr, -EDQUOT, "quota: %u flow rules on %s of uid "
+					"%u, the most max_rules allows (per uid)", count,
+					b->n->conf.name, c->uid);
 	}
 	/* The least-loaded queue of the binding. */
 	best = b->q[0];
@@ -712,7 +836,38 @@ static void bprintf(struct buf *b, const char *fmt, ...)
 		b->n += n;
 }
 
-static void status_text(struct buf *o, bool json)
+/* The refusal counters, for admins. */
+static void status_counters(struct buf *o, bool json)
+{
+	const struct rdpm_counters *k = &rdpmd.counters;
+	const struct {
+		const char *name;
+		uint64_t v;
+	} cs[] = {
+		{ "refused_max_clients", k->refused_max_clients },
+		{ "refused_per_user", k->refused_per_user },
+		{ "refused_no_fds", k->refused_no_fds },
+		{ "refused_no_creds", k->refused_no_creds },
+		{ "hello_timeouts", k->hello_timeouts },
+		{ "closed_unread", k->closed_unread },
+		{ "closed_empty", k->closed_empty },
+		{ "fds_refused", k->fds_refused },
+		{ "listener_paused", k->listener_paused },
+	};
+
+	bprintf(o, json ? ", \"counters\": {" : "counters:\n");
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)
+		bprintf(o, json ? "%s\"%s\": %llu" : "%s  %s %llu\n", json && i ? ", " : "",
+			cs[i].name, (unsigned long long)cs[i].v);
+	bprintf(o, json ? "}" : "");
+}
+
+/*
+ * STATUS: everything for an admin (@all); for anyone else the NICs and
+ * queues, but of the bindings, flows and clients only those of @uid: who
+ * else uses rdpmd, with which pids and ports, is not theirs to see.
+ */
+static void status_text(struct buf *o, bool json, bool all, uid_t uid)
 {
 	unsigned int nb, nf;
 
@@ -746,7 +901,7 @@ static void status_text(struct buf *o, bool json)
 		}
 		nb = 0;
 		for (struct binding *b = bindings; b; b = b->next) {
-			if (b->n != n)
+			if (b->n != n || (!all && b->c->uid != uid))
 				continue;
 			struct devmem_binding *db = b->sh ? b->sh->b : b->b;
 			uint64_t bytes = b->sh ? b->share : devmem_mem_size(b->mem);
@@ -793,10 +948,18 @@ static void status_text(struct buf *o, bool json)
 	}
 	bprintf(o, json ? "], \"clients\": [" : "clients:\n");
 	nb = 0;
-	for (struct client *c = clients; c; c = c->next, nb++)
-		bprintf(o, json ? "%s{\"pid\": %d, \"uid\": %u}" : "%s  pid %d uid %u\n",
-			json && nb ? ", " : "", c->pid, c->uid);
-	bprintf(o, json ? "]}\n" : "");
+	for (struct client *c = clients; c; c = c->next) {
+		if (!all && c->uid != uid)
+			continue;
+		bprintf(o, json ? "%s{\"pid\": %d, \"uid\": %u, \"hello\": %s}" :
+			"%s  pid %d uid %u%s\n", json && nb ? ", " : "", c->pid, c->uid,
+			json ? (c->hello ? "true" : "false") : (c->hello ? "" : " (no HELLO yet)"));
+		nb++;
+	}
+	bprintf(o, json ? "]" : "");
+	if (all)
+		status_counters(o, json);
+	bprintf(o, json ? "}\n" : "");
 }
 
 static void do_status(struct client *c, const struct rdpm_msg *m)
@@ -812,7 +975,7 @@ static void do_status(struct client *c, const struct rdpm_msg *m)
 	o.p = malloc(o.cap);
 	if (!o.p)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
-	status_text(&o, m->u.status.flags & RDPM_STATUS_JSON);
+	status_text(&o, m->u.status.flags & RDPM_STATUS_JSON, is_admin(c), c->uid);
 	if (o.full)
 		reply_err(c, &m->hdr, -EMSGSIZE, "the status is larger than RDPM_MAX_STATUS");
 	else
@@ -845,6 +1008,8 @@ int rdpmd_reload(void)
 	if (!nc)
 		return -ENOMEM;
 	ret = rdpm_conf_load(rdpmd.conf_path, nc, err, sizeof(err));
+	if (!ret)
+		ret = rdpmd_fd_budget(nc, err, sizeof(err));
 	if (ret) {
 		rdpm_log(LOG_ERR, "reload: %s; keeping the running configuration", err);
 		free(nc);
@@ -881,6 +1046,8 @@ int rdpmd_reload(void)
 	}
 	rdpmd.conf.admin_users = nc->admin_users;
 	rdpmd.conf.max_clients = nc->max_clients;
+	rdpmd.conf.max_clients_per_user = nc->max_clients_per_user;
+	rdpmd.conf.hello_timeout_ms = nc->hello_timeout_ms;
 	free(nc);
 	rdpm_log(LOG_NOTICE, "configuration reloaded from %s", rdpmd.conf_path);
 	return 0;
@@ -896,53 +1063,95 @@ static void do_reload(struct client *c, const struct rdpm_msg *m)
 	send_msg(c, RDPM_RELOAD | RDPM_REPLY, m->hdr.id, NULL, 0);
 }
 
-/* One packet from @c. */
+/* Whether a request of type @type takes a file descriptor. */
+static bool takes_fd(uint16_t type)
+{
+	return type == RDPM_REGISTER || type == RDPM_WINDOW;
+}
+
+/*
+ * One packet from @c. File descriptors are taken only with the messages
+ * that use one (REGISTER, WINDOW, after HELLO): the header is peeked at
+ * first, and any other message is received without room for them, so the
+ * kernel closes them instead of installing them here. Whatever does
+ * arrive is closed on every path once the request is done.
+ */
 static void client_read(struct client *c)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
 	char buf[RDPM_MAX_MSG];
+	struct rdpm_hdr peek = { 0 };
 	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	int fds[8], nfds = 0;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[4], nfds = 0, seen, fd;
+	bool want_fd;
 	struct rdpm_msg m;
 	const char *why;
 	ssize_t n;
 	int err;
 
+	n = recv(c->fd, &peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	want_fd = c->hello && n == sizeof(peek) && peek.magic == RDPM_MAGIC &&
+		  takes_fd(peek.type);
+	if (want_fd) {
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+	}
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
-		c->dead = true;
-		return;
-	}
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+	/* Room for one fd: the kernel installs no more. Any more would be
+	 * closed here all the same. */
+	for (struct cmsghdr *cm = want_fd ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < 8)
+			if (nfds < (int)(sizeof(fds) / sizeof(fds[0])))
 				fds[nfds++] = fd;
 			else
 				close(fd);
 		}
 	}
-	if (mh.msg_flags & MSG_TRUNC) {
-		err = rdpm_parse(buf, n, 0, &m, &why);
-		reply_err(c, &m.hdr, -EMSGSIZE, "oversized: longer than %d bytes", RDPM_MAX_MSG);
-	} else if (mh.msg_flags & MSG_CTRUNC) {
+	/* Attached but not installed: more than there was room for, or none
+	 * when the message takes none. */
+	seen = nfds + (n >= 0 && (mh.msg_flags & MSG_CTRUNC) ? 1 : 0);
+	if (seen > nfds)
+		rdpmd.counters.fds_refused++;
+	if (n <= 0) {
+		/* The end of the connection, or a 0-byte message: a client of
+		 * this protocol never sends one. */
+		if (n == 0 && seen) {
+			static struct ratelimit rl;
+
+			rdpmd.counters.closed_empty++;
+			log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: an empty message with "
+				    "file descriptors (closed): disconnecting", c->pid, c->uid);
+		}
+		c->dead = true;
+	} else if (mh.msg_flags & MSG_TRUNC) {
 		rdpm_parse(buf, n, 0, &m, &why);
-		reply_err(c, &m.hdr, -EINVAL, "too many file descriptors attached");
-	} else if ((err = rdpm_parse(buf, n, nfds, &m, &why))) {
-		reply_err(c, &m.hdr, err, "malformed request: %s", why);
+		reply_err(c, &m.hdr, -EMSGSIZE, "oversized: longer than %d bytes", RDPM_MAX_MSG);
+	} else if (want_fd && (mh.msg_flags & MSG_CTRUNC) && !nfds) {
+		/* Room for one and none came: the kernel could not install it. */
+		rdpm_parse(buf, n, 0, &m, &why);
+		reply_err(c, &m.hdr, -EMFILE, "rdpmd could not take the file descriptor (out "
+			  "of file descriptors); try again later");
+	} else if ((err = rdpm_parse(buf, n, seen, &m, &why))) {
+		reply_err(c, &m.hdr, err, "malformed request: %s%s", why,
+			  seen ? " (the file descriptors attached were closed)" : "");
 	} else if (!c->hello && m.hdr.type != RDPM_HELLO) {
-		reply_err(c, &m.hdr, -EPROTO, "out of order: HELLO must come first");
+		reply_err(c, &m.hdr, -EPROTO, "out of order: HELLO must come first%s",
+			  seen ? " (the file descriptor attached was closed)" : "");
+	} else if (takes_fd(m.hdr.type) && nfds != 1) {
+		/* Cannot happen (want_fd saw the same header); never a bad fd. */
+		reply_err(c, &m.hdr, -EINVAL, "no file descriptor received");
 	} else {
 		switch (m.hdr.type) {
 		case RDPM_HELLO: do_hello(c, &m); break;
@@ -962,21 +1171,107 @@ static void client_read(struct client *c)
 		close(fds[i]);
 }
 
-void rdpmd_client_accept(int lfd)
+static void listener_arm(bool on)
+{
+	struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &rdpmd.lfd };
+
+	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, rdpmd.lfd, &ev);
+	listen_paused = !on;
+}
+
+int rdpmd_clients_init(void)
+{
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return spare_fd < 0 ? -errno : 0;
+}
+
+/*
+ * accept() failed for want of fds (EMFILE, ENFILE). The pending connection
+ * must not stay queued, or the level-triggered listener would wake the
+ * loop again at once, for ever: the spare fd is closed to accept it, it is
+ * closed (the client sees the connection end at once rather than hang),
+ * and the spare is taken back. Without a spare the listener is paused
+ * until a client leaves or LISTEN_PAUSE_MS pass.
+ */
+static void accept_no_fds(int err)
+{
+	static struct ratelimit rl;
+	struct rlimit lim = { 0 };
+	int fd = -1;
+
+	getrlimit(RLIMIT_NOFILE, &lim);
+	if (spare_fd >= 0) {
+		close(spare_fd);
+		fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (fd >= 0) {
+		rdpmd.counters.refused_no_fds++;
+		log_limited(&rl, LOG_WARNING, "refusing a connection: out of file descriptors (%s, "
+			    "RLIMIT_NOFILE %llu, %u clients): closed at once", strerror(err),
+			    (unsigned long long)lim.rlim_cur, nclients);
+	}
+	if (spare_fd < 0) {
+		rdpmd.counters.listener_paused++;
+		listener_arm(false);
+		listen_resume_at = rdpm_now_ms() + LISTEN_PAUSE_MS;
+		log_limited(&rl, LOG_WARNING, "out of file descriptors (%s, RLIMIT_NOFILE %llu, "
+			    "%u clients): not accepting connections until one closes",
+			    strerror(err), (unsigned long long)lim.rlim_cur, nclients);
+	}
+}
+
+/*
+ * Whether a connection of @uid may be served now: at most
+ * max_clients_per_user of one uid and max_clients in all (admins: beyond
+ * both, up to RDPM_ADMIN_SLOTS more, so that rdpmctl works when users have
+ * taken every slot). Connections count from accept, HELLO or not.
+ */
+static bool admit(uid_t uid, pid_t pid)
+{
+	static struct ratelimit rl_all, rl_user;
+	unsigned int mine = 0;
+
+	if (nclients >= rdpmd.conf.max_clients + (is_admin_uid(uid) ? RDPM_ADMIN_SLOTS : 0)) {
+		rdpmd.counters.refused_max_clients++;
+		log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
+			    "max_clients (%u%s) reached", pid, uid, rdpmd.conf.max_clients,
+			    is_admin_uid(uid) ? " and the admins' slots" : "");
+		return false;
+	}
+	if (is_admin_uid(uid))
+		return true;
+	for (struct client *c = clients; c; c = c->next)
+		mine += c->uid == uid;
+	if (mine >= rdpmd.conf.max_clients_per_user) {
+		rdpmd.counters.refused_per_user++;
+		log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
+			    "uid has max_clients_per_user (%u) connections", pid, uid,
+			    rdpmd.conf.max_clients_per_user);
+		return false;
+	}
+	return true;
+}
+
+static void accept_one(int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	struct client *c;
-	int fd, force = 1 << 20;
+	int force = 1 << 20;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		static struct ratelimit rl;
+
+		rdpmd.counters.refused_no_creds++;
+		log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
+		close(fd);
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
-	    nclients >= rdpmd.conf.max_clients) {
-		rdpm_log(LOG_WARNING, "refusing a connection: %s", nclients >= rdpmd.conf.max_clients ?
-			 "max_clients reached" : "no credentials");
+	}
+	if (!admit(cr.uid, cr.pid)) {
 		close(fd);
 		return;
 	}
@@ -986,6 +1281,7 @@ void rdpmd_client_accept(int lfd)
 		return;
 	}
 	c->fd = fd;
+	c->since = rdpm_now_ms();
 	c->pid = cr.pid;
 	c->uid = cr.uid;
 	c->gid = cr.gid;
@@ -1006,6 +1302,56 @@ void rdpmd_client_accept(int lfd)
 	rdpm_log(LOG_INFO, "client pid %d uid %u gid %u connected", c->pid, c->uid, c->gid);
 }
 
+void rdpmd_client_accept(void)
+{
+	for (int i = 0; i < ACCEPT_BATCH && !listen_paused; i++) {
+		int fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			accept_one(fd);
+		} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			   errno == ENOMEM) {
+			accept_no_fds(errno);
+		} else if (errno != ECONNABORTED && errno != EINTR) {
+			return;		/* EAGAIN: none left */
+		}
+	}
+}
+
+int rdpmd_clients_timeout(void)
+{
+	uint64_t now = rdpm_now_ms(), next = UINT64_MAX;
+
+	for (struct client *c = clients; c; c = c->next)
+		if (!c->hello && !c->dead && c->since + rdpmd.conf.hello_timeout_ms < next)
+			next = c->since + rdpmd.conf.hello_timeout_ms;
+	if (listen_paused && listen_resume_at < next)
+		next = listen_resume_at;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+void rdpmd_clients_tick(void)
+{
+	uint64_t now = rdpm_now_ms();
+
+	for (struct client *c = clients; c; c = c->next) {
+		if (c->hello || c->dead || now < c->since + rdpmd.conf.hello_timeout_ms)
+			continue;
+		static struct ratelimit rl;
+
+		rdpmd.counters.hello_timeouts++;
+		log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: no HELLO within %u ms: "
+			    "disconnecting", c->pid, c->uid, rdpmd.conf.hello_timeout_ms);
+		c->dead = true;
+	}
+	if (listen_paused && now >= listen_resume_at) {
+		if (spare_fd < 0)
+			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		listener_arm(true);
+	}
+}
 
 void rdpmd_client_event(void *client, uint32_t events)
 {
@@ -1030,4 +1376,7 @@ void rdpmd_clients_close_all(void)
 {
 	while (clients)
 		client_close(clients);
+	if (spare_fd >= 0)
+		close(spare_fd);
+	spare_fd = -1;
 }

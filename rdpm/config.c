@@ -133,6 +133,8 @@ static void defaults(struct rdpm_conf *c)
 	snprintf(c->socket, sizeof(c->socket), "%s", RDPM_DEFAULT_SOCKET);
 	snprintf(c->state_dir, sizeof(c->state_dir), "/run/rdpm");
 	c->max_clients = 64;
+	c->max_clients_per_user = 16;
+	c->hello_timeout_ms = 5000;
 }
 
 static void nic_defaults(struct rdpm_nic_conf *n)
@@ -146,7 +148,7 @@ static void nic_defaults(struct rdpm_nic_conf *n)
 int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t errlen)
 {
 	struct rdpm_nic_conf *nic = NULL;
-	bool global = false;
+	bool global = false, per_user_set = false;
 	const char *p = text;
 	char line[512];
 	int lineno = 0;
@@ -225,6 +227,17 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 				if (!parse_u64(val, 4096, &u, false) || !u)
 					return fail(err, errlen, lineno, "max_clients: 1 to 4096");
 				c->max_clients = u;
+			} else if (!strcmp(key, "max_clients_per_user")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_clients_per_user: 1 to "
+						    "4096");
+				c->max_clients_per_user = u;
+				per_user_set = true;
+			} else if (!strcmp(key, "hello_timeout_ms")) {
+				if (!parse_u64(val, 600000, &u, false) || u < 10)
+					return fail(err, errlen, lineno, "hello_timeout_ms: 10 to "
+						    "600000 milliseconds");
+				c->hello_timeout_ms = u;
 			} else if (!strcmp(key, "admin_users")) {
 				if (!parse_ids(val, &c->admin_users, false))
 					return fail(err, errlen, lineno, "admin_users: unknown user or "
@@ -268,12 +281,26 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 				    nic->name);
 		}
 	}
+	if (!per_user_set && c->max_clients_per_user > c->max_clients)
+		c->max_clients_per_user = c->max_clients;
+	if (c->max_clients_per_user > c->max_clients)
+		return fail(err, errlen, lineno, "max_clients_per_user %u exceeds max_clients %u",
+			    c->max_clients_per_user, c->max_clients);
 	for (unsigned int i = 0; i < c->nnics; i++)
 		if (c->nics[i].queues_per_binding > c->nics[i].reserve)
 			return fail(err, errlen, lineno, "[nic %s]: queues_per_binding %u exceeds "
 				    "reserve %u", c->nics[i].name, c->nics[i].queues_per_binding,
 				    c->nics[i].reserve);
 	return 0;
+}
+
+unsigned long rdpm_conf_fds(const struct rdpm_conf *c)
+{
+	unsigned long n = 32 + c->max_clients + RDPM_ADMIN_SLOTS;
+
+	for (unsigned int i = 0; i < c->nnics; i++)
+		n += 8 + 2ul * c->nics[i].reserve;
+	return n;
 }
 
 int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errlen)

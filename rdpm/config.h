@@ -22,8 +22,8 @@ struct rdpm_nic_conf {
 	char name[16];
 	unsigned int reserve;		/* RX queues reserved for devmem */
 	unsigned int queues_per_binding; /* 0: all reserved queues */
-	unsigned int max_rules;		/* per client on this NIC */
-	uint64_t max_bytes;		/* bound memory per client on this NIC */
+	unsigned int max_rules;		/* per uid on this NIC */
+	uint64_t max_bytes;		/* bound memory per uid on this NIC */
 	uint64_t shared_bytes;		/* each user's shared buffer (JOIN); 0: none */
 	struct rdpm_idlist users, groups;	/* who may use it */
 	struct rdpm_idlist low_port_users;	/* who may steer local ports < 1024 */
@@ -32,8 +32,10 @@ struct rdpm_nic_conf {
 struct rdpm_conf {
 	char socket[108];
 	char state_dir[96];
-	unsigned int max_clients;
-	struct rdpm_idlist admin_users;	/* drain, reload (root always) */
+	unsigned int max_clients;	/* connections at once (admins: a few more) */
+	unsigned int max_clients_per_user;	/* connections at once of one uid */
+	unsigned int hello_timeout_ms;	/* a connection without HELLO by then is closed */
+	struct rdpm_idlist admin_users;	/* drain, reload, full STATUS (root always) */
 	unsigned int nnics;
 	struct rdpm_nic_conf nics[RDPM_CONF_MAX_NICS];
 };
@@ -46,6 +48,21 @@ struct rdpm_conf {
 int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t errlen);
 /* Reads and parses file @path. */
 int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errlen);
+
+/*
+ * Connections an admin may open beyond max_clients: rdpmctl still works
+ * when unprivileged users have taken every slot.
+ */
+#define RDPM_ADMIN_SLOTS	4
+
+/*
+ * The most file descriptors rdpmd can hold with configuration @c: its own
+ * (listener, epoll, signals, netlink, a spare), each connection, each NIC's
+ * handle, two per binding (the dma-buf and its netlink socket; a binding
+ * takes a reserved queue of its own, so there are at most as many as
+ * reserved queues) and the few a request holds for a moment.
+ */
+unsigned long rdpm_conf_fds(const struct rdpm_conf *c);
 
 bool rdpm_idlist_has(const struct rdpm_idlist *l, uint32_t id);
 const struct rdpm_nic_conf *rdpm_conf_nic(const struct rdpm_conf *c, const char *name);

@@ -14,12 +14,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <libmnl/libmnl.h>
 #include <linux/if.h>
 #include <linux/rtnetlink.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -85,19 +87,108 @@ static void link_read(struct mnl_socket *nl)
 }
 
 
+/*
+ * Whether directory @path (@what: which one) and every directory above it
+ * are safe for rdpmd's socket or state: owned by root or rdpmd's uid, and
+ * not writable by group or others unless sticky (then they cannot remove
+ * or rename what is not theirs). The state directory itself may not be
+ * writable by others at all (@strict): its files are trusted at start.
+ * Otherwise another user could replace the socket clients connect to, or
+ * the state files rdpmd replays as root. Logs why and returns false.
+ */
+static bool dir_safe(const char *path, const char *what, bool strict)
+{
+	char real[PATH_MAX], *slash;
+	struct stat st;
+	bool leaf = true;
+
+	if (!realpath(path, real)) {
+		rdpm_log(LOG_ERR, "%s %s: %m", what, path);
+		return false;
+	}
+	for (;;) {
+		if (lstat(real[0] ? real : "/", &st)) {
+			rdpm_log(LOG_ERR, "%s %s: %s: %m", what, path, real[0] ? real : "/");
+			return false;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			rdpm_log(LOG_ERR, "%s %s: %s is not a directory", what, path, real);
+			return false;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			rdpm_log(LOG_ERR, "%s %s: %s is owned by uid %u, not root or rdpmd's uid %u: "
+				 "another user could replace what rdpmd keeps there; refusing to "
+				 "start", what, path, real[0] ? real : "/", st.st_uid, geteuid());
+			return false;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		    (!(st.st_mode & S_ISVTX) || (leaf && strict))) {
+			rdpm_log(LOG_ERR, "%s %s: %s is writable by %s (mode %04o)%s: another user "
+				 "could replace what rdpmd keeps there; refusing to start", what,
+				 path, real[0] ? real : "/",
+				 st.st_mode & S_IWOTH ? "others" : "its group", st.st_mode & 07777,
+				 leaf && strict ? "" : " without the sticky bit");
+			return false;
+		}
+		if (!real[0] || !strcmp(real, "/"))
+			return true;
+		slash = strrchr(real, '/');
+		*slash = 0;		/* "/a" becomes "": the root, last */
+		leaf = false;
+	}
+}
+
+/*
+ * The file descriptors the configuration may need must fit RLIMIT_NOFILE
+ * (LimitNOFILE= of rdpmd.service); the soft limit is raised to the hard
+ * one if need be.
+ */
+int rdpmd_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen)
+{
+	unsigned long need = rdpm_conf_fds(c);
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim))
+		return 0;
+	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need &&
+	    (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > lim.rlim_cur)) {
+		lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > need ? need :
+			       lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+		getrlimit(RLIMIT_NOFILE, &lim);
+	}
+	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+		snprintf(err, errlen, "max_clients %u and the NICs' reserved queues may need %lu "
+			 "file descriptors, RLIMIT_NOFILE is %llu (hard %llu): raise LimitNOFILE "
+			 "(rdpmd.service) or lower max_clients", c->max_clients, need,
+			 (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
+		return -EMFILE;
+	}
+	return 0;
+}
+
+/* The socket's directory: made if missing (0755), and safe (dir_safe). */
+static bool socket_dir_ok(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return dir_safe(".", "socket directory", false);
+	if (slash == dir)
+		return dir_safe("/", "socket directory", false);
+	*slash = 0;
+	mkdir(dir, 0755);
+	return dir_safe(dir, "socket directory", false);
+}
+
 static int listen_on(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)], *slash;
 	int fd, probe;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
-		mkdir(dir, 0755);
-	}
 	/* A live daemon answers; a stale socket file is replaced. */
 	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
@@ -150,10 +241,17 @@ static void configure(int argc, char **argv)
 		}
 		snprintf(rdpmd.conf.socket, sizeof(rdpmd.conf.socket), "%s", sock_override);
 	}
+	if (rdpmd_fd_budget(&rdpmd.conf, err, sizeof(err))) {
+		rdpm_log(LOG_ERR, "%s: refusing to start", err);
+		exit(1);
+	}
 	if (mkdir(rdpmd.conf.state_dir, 0755) && errno != EEXIST) {
 		rdpm_log(LOG_ERR, "state_dir %s: %m", rdpmd.conf.state_dir);
 		exit(1);
 	}
+	if (!dir_safe(rdpmd.conf.state_dir, "state_dir", true) ||
+	    !socket_dir_ok(rdpmd.conf.socket))
+		exit(1);
 }
 
 /* The signals as a file descriptor: TERM and INT end, HUP reloads. */
@@ -240,6 +338,11 @@ int main(int argc, char **argv)
 	lfd = listen_on(rdpmd.conf.socket);
 	if (lfd < 0 || sfd < 0)
 		return 1;
+	rdpmd.lfd = lfd;
+	if (rdpmd_clients_init()) {
+		rdpm_log(LOG_ERR, "/dev/null: %m");
+		return 1;
+	}
 	nl = mnl_socket_open(NETLINK_ROUTE);
 	if (!nl || mnl_socket_bind(nl, RTMGRP_LINK, MNL_SOCKET_AUTOPID)) {
 		rdpm_log(LOG_ERR, "rtnetlink: %m");
@@ -249,20 +352,20 @@ int main(int argc, char **argv)
 	log_kernel_features();
 	ready = setup_nics();
 	rdpmd.epfd = epoll_create1(EPOLL_CLOEXEC);
-	watch(lfd, &lfd);
+	watch(lfd, &rdpmd.lfd);
 	watch(sfd, &sfd);
 	watch(mnl_socket_get_fd(nl), nl);
 	rdpm_log(LOG_INFO, "ready: %u of %u NIC(s) set up, listening on %s", ready, rdpmd.nnics,
 		 rdpmd.conf.socket);
 	while (running) {
 		struct epoll_event evs[32];
-		int n = epoll_wait(rdpmd.epfd, evs, 32, -1);
+		int n = epoll_wait(rdpmd.epfd, evs, 32, rdpmd_clients_timeout());
 
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 
-			if (p == &lfd)
-				rdpmd_client_accept(lfd);
+			if (p == &rdpmd.lfd)
+				rdpmd_client_accept();
 			else if (p == &sfd)
 				running &= read_signals(sfd);
 			else if (p == nl)
@@ -270,6 +373,8 @@ int main(int argc, char **argv)
 			else
 				rdpmd_client_event(p, evs[i].events);
 		}
+		/* HELLO deadlines, a paused listener. */
+		rdpmd_clients_tick();
 		/* Closed here, after the batch: a pointer in evs stays valid. */
 		rdpmd_clients_reap();
 	}

@@ -28,6 +28,16 @@ int main(void)
 	CHECK(n && rdpm_idlist_has(&n->users, 0) && rdpm_idlist_has(&n->users, 1000) &&
 	      !rdpm_idlist_has(&n->users, 1001), "users");
 	CHECK(n && rdpm_idlist_has(&n->low_port_users, 12345), "*");
+	CHECK(c.max_clients_per_user == 5 && c.hello_timeout_ms == 5000,
+	      "max_clients_per_user follows a smaller max_clients; hello_timeout_ms default");
+	r = rdpm_conf_parse("[global]\nmax_clients = 100\nmax_clients_per_user = 7\n"
+			    "hello_timeout_ms = 250\n[nic a]\nreserve = 3\n", &c, err, sizeof(err));
+	CHECK(r == 0 && c.max_clients_per_user == 7 && c.hello_timeout_ms == 250, "limits: %s", err);
+	CHECK(rdpm_conf_fds(&c) == 32 + 100 + RDPM_ADMIN_SLOTS + 8 + 2 * 3, "fds: %lu",
+	      rdpm_conf_fds(&c));
+	r = rdpm_conf_parse("[global]\nmax_clients = 64\n", &c, err, sizeof(err));
+	CHECK(r == 0 && c.max_clients_per_user == 16, "max_clients_per_user default");
+	r = rdpm_conf_parse("[nic eth2]\n", &c, err, sizeof(err));
 	n = rdpm_conf_nic(&c, "eth2");
 	CHECK(n && n->reserve == 2 && n->max_rules == 64 && n->max_bytes == 1ull << 30 &&
 	      n->shared_bytes == 256ull << 20 && !n->users.n && !n->users.any, "nic defaults");
@@ -51,6 +61,11 @@ int main(void)
 		{ "[global]\nsocket = relative\n", "line 2: socket" },
 		{ "[nic e]\nreserve = 2\nqueues_per_binding = 3\n", "queues_per_binding 3 exceeds" },
 		{ "[global]\nnovalue\n", "line 2: expected key = value" },
+		{ "[global]\nmax_clients_per_user = 0\n", "line 2: max_clients_per_user" },
+		{ "[global]\nmax_clients = 4\nmax_clients_per_user = 5\n",
+		  "max_clients_per_user 5 exceeds max_clients 4" },
+		{ "[global]\nhello_timeout_ms = 5\n", "line 2: hello_timeout_ms: 10 to" },
+		{ "[global]\nhello_timeout_ms = 600001\n", "line 2: hello_timeout_ms" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;

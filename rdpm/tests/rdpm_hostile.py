@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Hostile and plain raw-protocol clients of rdpmd for rdpm/tests/limits_test.sh.
+
+  rdpm_hostile.py fdflood N K        N connections, each a 0-byte message with K fds
+  rdpm_hostile.py fdmixed N          N connections sending fds where none is taken:
+                                     truncated, oversized, before HELLO, with HELLO and
+                                     STATUS, 8 with a REGISTER
+  rdpm_hostile.py hold N             N connections, HELLO on each; prints
+                                     "hello_ok A refused B", then holds them until
+                                     stdin closes
+  rdpm_hostile.py hello              one HELLO; exit 0 when answered within 3 s
+  rdpm_hostile.py silent SECONDS     connect, say nothing; print "closed after S s"
+                                     when rdpmd closes it (exit 0), else exit 1
+  rdpm_hostile.py register KIND      HELLO, then REGISTER dtb with an fd of KIND: fifo,
+                                     file, fuse (an O_PATH fd of a FUSE mount whose
+                                     server never answers; run under unshare -m),
+                                     rodmabuf / rwdmabuf (a dma-heap buffer opened
+                                     read-only / read-write); prints
+                                     "errno E after S s: TEXT"; exit 4 when KIND
+                                     cannot be made here, with the reason
+  rdpm_hostile.py status             HELLO, STATUS (JSON); prints the text
+
+The socket is $RDPM_SOCKET. Exit 1 on an unexpected failure.
+"""
+import array
+import ctypes
+import errno
+import fcntl
+import os
+import socket
+import struct
+import sys
+import tempfile
+import time
+
+MAGIC = 0x4D504452
+HELLO, REGISTER, STATUS = 1, 2, 6
+ERROR = 0x4000
+HDR = struct.Struct("=IHHII")
+SOCK = os.environ.get("RDPM_SOCKET", "/run/rdpm/rdpm.sock")
+
+
+def msg(mtype, body=b"", mid=1, version=1):
+    return HDR.pack(MAGIC, version, mtype, HDR.size + len(body), mid) + body
+
+
+def hello_msg():
+    return msg(HELLO, struct.pack("=HHI", 1, 1, 0))
+
+
+def register_msg(ifname=b"dtb"):
+    return msg(REGISTER, struct.pack("=16sII", ifname, 0, 0))
+
+
+def connect(timeout=3.0):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(timeout)
+    s.connect(SOCK)
+    return s
+
+
+def send(s, data, fds=()):
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    s.sendmsg([data], anc)
+
+
+def reply(s):
+    """(type, errno or 0, text) of the next reply that is not an event; None at EOF."""
+    while True:
+        data = s.recv(1 << 18)
+        if len(data) < HDR.size:
+            return None
+        _, _, mtype, _, _ = HDR.unpack_from(data)
+        if mtype == 0x4001:
+            continue
+        if mtype == ERROR:
+            err, _ = struct.unpack_from("=iI", data, HDR.size)
+            text = data[HDR.size + 8:].split(b"\0")[0].decode(errors="replace")
+            return mtype, -err, text
+        return mtype, 0, data[HDR.size:].split(b"\0")[0].decode(errors="replace")
+
+
+def say_hello(s):
+    send(s, hello_msg())
+    r = reply(s)
+    if not r or r[1]:
+        raise OSError(errno.EPROTO, "HELLO refused: %r" % (r,))
+
+
+def null_fds(k):
+    return [os.open("/dev/null", os.O_RDONLY) for _ in range(k)]
+
+
+def fdflood(n, k):
+    fds = null_fds(k)
+    for _ in range(n):
+        s = connect()
+        send(s, b"", fds)
+        s.close()
+    for fd in fds:
+        os.close(fd)
+    print("sent %d empty messages with %d fds each" % (n, k))
+
+
+def fdmixed(n):
+    fds = null_fds(8)
+    kinds = 0
+    for i in range(n):
+        s = connect()
+        try:
+            mode = i % 6
+            if mode == 0:
+                send(s, b"xyz", fds)  # shorter than a header
+            elif mode == 1:
+                send(s, hello_msg() + b"\0" * 2000, fds)  # oversized
+            elif mode == 2:
+                send(s, register_msg(), fds[:1])  # REGISTER before HELLO
+            elif mode == 3:
+                send(s, hello_msg(), fds)  # HELLO takes none
+            elif mode == 4:
+                say_hello(s)
+                send(s, msg(STATUS, struct.pack("=I", 1), 2), fds)  # STATUS takes none
+            else:
+                say_hello(s)
+                send(s, register_msg(), fds)  # REGISTER takes one, not 8
+            r = reply(s)
+            if not r or not r[1]:
+                print("mode %d: no error reply: %r" % (mode, r))
+                return 1
+            kinds |= 1 << mode
+        finally:
+            s.close()
+    for fd in fds:
+        os.close(fd)
+    print("sent %d messages with fds where none is taken, each refused" % n)
+    return 0 if kinds == 0x3F or n < 6 else 1
+
+
+def hold(n):
+    held, ok, refused = [], 0, 0
+    for _ in range(n):
+        try:
+            s = connect(2.0)
+            send(s, hello_msg())
+            r = reply(s)
+        except OSError:
+            r = None
+        if r and not r[1]:
+            ok += 1
+            held.append(s)
+        else:
+            refused += 1
+    print("hello_ok %d refused %d" % (ok, refused), flush=True)
+    sys.stdin.read()
+    return 0
+
+
+def hello():
+    try:
+        s = connect(3.0)
+        say_hello(s)
+    except OSError as e:
+        print("no HELLO reply: %s" % e)
+        return 1
+    print("HELLO answered")
+    return 0
+
+
+def silent(seconds):
+    s = connect(seconds)
+    t0 = time.monotonic()
+    try:
+        data = s.recv(4096)
+    except socket.timeout:
+        print("still open after %.1f s" % seconds)
+        return 1
+    except ConnectionResetError:
+        data = b""
+    print("closed after %.2f s%s" % (time.monotonic() - t0, " (with data)" if data else ""))
+    return 0
+
+
+DMA_HEAP_IOCTL_ALLOC = 0xC0184800  # _IOWR('H', 0, struct dma_heap_allocation_data)
+
+
+def dma_heap_fd(flags):
+    heap = "/dev/dma_heap/system"
+    try:
+        h = os.open(heap, os.O_RDONLY)
+    except OSError as e:
+        return None, "no %s (%s); udmabuf makes only O_RDWR dma-bufs" % (heap, e.strerror)
+    data = bytearray(struct.pack("=QIIQ", 1 << 20, 0, flags | os.O_CLOEXEC, 0))
+    fcntl.ioctl(h, DMA_HEAP_IOCTL_ALLOC, data)
+    os.close(h)
+    return struct.unpack_from("=QIIQ", data)[1], None
+
+
+def fuse_fd():
+    """An O_PATH fd of the root of a FUSE mount whose server never answers
+    (not even FUSE_INIT): fstat or fstatfs of it waits until /dev/fuse is
+    closed. Returns (fd, fuse device fd, mount point)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    d = tempfile.mkdtemp()
+    dev = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % dev
+    if libc.mount(b"hostile", d.encode(), b"fuse", 0, opts.encode()):
+        e = ctypes.get_errno()
+        os.close(dev)
+        os.rmdir(d)
+        raise OSError(e, "mount fuse")
+    return os.open(d, os.O_PATH | os.O_CLOEXEC), dev, d
+
+
+def register(kind):
+    cleanup = []
+    if kind == "fifo":
+        path = tempfile.mktemp()
+        os.mkfifo(path)
+        fd = os.open(path, os.O_RDWR)
+        os.unlink(path)
+    elif kind == "file":
+        f = tempfile.TemporaryFile()
+        f.write(b"x" * 4096)
+        fd = os.dup(f.fileno())
+    elif kind == "fuse":
+        try:
+            fd, dev, mnt = fuse_fd()
+        except OSError as e:
+            print("SKIP: no FUSE mount here: %s" % e)
+            return 4
+        cleanup = [dev, mnt]
+    elif kind in ("rodmabuf", "rwdmabuf"):
+        fd, why = dma_heap_fd(os.O_RDONLY if kind == "rodmabuf" else os.O_RDWR)
+        if fd is None:
+            print("SKIP: no dma-buf can be made here: %s" % why)
+            return 4
+    else:
+        print("unknown kind %s" % kind)
+        return 1
+    s = connect(3.0)
+    say_hello(s)
+    t0 = time.monotonic()
+    send(s, register_msg(), [fd])
+    os.close(fd)
+    try:
+        r = reply(s)
+    except socket.timeout:
+        r = None
+    elapsed = time.monotonic() - t0
+    if cleanup:
+        # Aborts the FUSE connection: a daemon stuck in it gets ENOTCONN.
+        os.close(cleanup[0])
+        ctypes.CDLL(None).umount2(cleanup[1].encode(), 2)
+        os.rmdir(cleanup[1])
+    if r is None:
+        print("no reply after %.2f s" % elapsed)
+        return 1
+    print("errno %s after %.2f s: %s" % (errno.errorcode.get(r[1], r[1]), elapsed, r[2]))
+    return 0
+
+
+def status():
+    s = connect(3.0)
+    say_hello(s)
+    send(s, msg(STATUS, struct.pack("=I", 1), 2))
+    r = reply(s)
+    if not r or r[1]:
+        print("STATUS refused: %r" % (r,))
+        return 1
+    print(r[2])
+    return 0
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "fdflood" and len(argv) == 4:
+        fdflood(int(argv[2]), int(argv[3]))
+        return 0
+    if cmd == "fdmixed" and len(argv) == 3:
+        return fdmixed(int(argv[2]))
+    if cmd == "hold" and len(argv) == 3:
+        return hold(int(argv[2]))
+    if cmd == "hello" and len(argv) == 2:
+        return hello()
+    if cmd == "silent" and len(argv) == 3:
+        return silent(float(argv[2]))
+    if cmd == "register" and len(argv) == 3:
+        return register(argv[2])
+    if cmd == "status" and len(argv) == 2:
+        return status()
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
