@@ -24,6 +24,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/ethtool.h>
 #include <linux/rtnetlink.h>
+#include <net/if_inet6.h>
 #include <net/netdev_queues.h>
 #include <net/page_pool/helpers.h>
 #include <net/rtnetlink.h>
@@ -250,6 +251,16 @@ static inline void hrtimer_setup(struct hrtimer *timer,
 	timer->function = function;
 }
 #endif
+
+/* 7.x forwards IPv6 on a device whose force_forwarding is set, too. */
+static inline bool devtcp_ip6_force_forwarding(const struct inet6_dev *idev)
+{
+#ifdef DEVTCP_HAS_IPV6_FORCE_FORWARDING
+	return READ_ONCE(idev->cnf.force_forwarding);
+#else
+	return false;
+#endif
+}
 
 #ifndef DEVTCP_HAS_PP_IS_UNREADABLE
 static inline bool page_pool_is_unreadable(struct page_pool *pool)

@@ -67,8 +67,8 @@ struct devtcp_rxq_stats {
 	u64 csum_bad;		/* L4 checksum wrong: for the stack to drop */
 	u64 csum_drops;		/* ... wrong in provider memory: dropped */
 	u64 gro_packets;	/* TSO frames received whole, as hardware GRO */
-	u64 gro_bytes;
 	u64 gro_wire_packets;	/* ... the segments they stand for */
+	u64 misqueued;		/* provider frames not steered here: to host */
 	struct u64_stats_sync syncp;
 };
 
@@ -150,6 +150,7 @@ struct devtcp_parse {
 	bool malformed;		/* a length out of bounds, a wrong version: drop */
 	bool unparsed;		/* headers past the bytes the parser had */
 	bool verifiable;	/* the device can check the L4 checksum */
+	bool options;		/* IPv4 options or IPv6 extension headers */
 	__wsum pseudo;		/* the L4 checksum's pseudo-header sum */
 };
 
@@ -289,6 +290,8 @@ int devtcp_tx_clean(struct devtcp_rxq *rxq, int budget);
 void devtcp_rss_init(struct devtcp_priv *priv);
 void devtcp_rss_reset_indir(struct devtcp_priv *priv, u32 channels);
 u32 devtcp_toeplitz(const u8 *key, const u8 *data, unsigned int len);
+u32 devtcp_rx_classify(struct devtcp_priv *rx, const struct sk_buff *skb, const void *data,
+		       unsigned int hlen, u32 *hash);
 
 /* queues.c */
 extern const struct netdev_queue_mgmt_ops devtcp_queue_mgmt_ops;

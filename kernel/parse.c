@@ -116,6 +116,7 @@ static void devtcp_parse_ipv4(const struct sk_buff *skb, unsigned int len, unsig
 		return;
 	/* A source route's pseudo-header holds its last hop: the stack's. */
 	p->verifiable = ihl == sizeof(_iph);
+	p->options = ihl != sizeof(_iph);
 	p->pseudo = csum_tcpudp_nofold(iph->saddr, iph->daddr, tot - ihl, iph->protocol, 0);
 	devtcp_parse_l4(skb, len, off + ihl, tot - ihl, iph->protocol, p);
 	return;
@@ -161,6 +162,7 @@ static void devtcp_parse_ipv6(const struct sk_buff *skb, unsigned int len, unsig
 			if (elen > end - off)
 				goto malformed;
 			routed |= next == NEXTHDR_ROUTING;
+			p->options = true;
 			next = eh->nexthdr;
 			off += elen;
 			continue;

@@ -11,6 +11,8 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <net/addrconf.h>
+#include <net/gro.h>
+#include <net/tcp.h>
 #include <net/page_pool/helpers.h>
 
 #include "devtcp.h"
@@ -35,7 +37,6 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, const struct sk_buff *skb, u
 	/* Up CHECKSUM_PARTIAL (devtcp_rx_gso()): neither verified nor not. */
 	if (skb_is_gso(skb)) {
 		s->gro_packets++;
-		s->gro_bytes += len;
 		s->gro_wire_packets += skb_shinfo(skb)->gso_segs;
 	} else if (csum == DEVTCP_CSUM_GOOD) {
 		s->csum_unnecessary++;
@@ -200,7 +201,7 @@ static bool devtcp_rx_gso_ok(const struct sk_buff *src, const struct devtcp_pars
 	unsigned int type = p->ipv6 ? SKB_GSO_TCPV6 : SKB_GSO_TCPV4;
 
 	return p->proto == IPPROTO_TCP && (skb_shinfo(src)->gso_type & type) &&
-	       p->l4_off + p->l4_len > p->hdr_len;
+	       skb_shinfo(src)->gso_size >= TCP_MIN_MSS && p->l4_off + p->l4_len > p->hdr_len;
 }
 
 /*
@@ -211,9 +212,11 @@ static bool devtcp_rx_gso_ok(const struct sk_buff *src, const struct devtcp_pars
  * others are in the bytes, to verify, unless rx-checksumming is off.
  */
 static enum devtcp_csum devtcp_rx_csum_plan(struct devtcp_rxq *rxq, const struct sk_buff *src,
+					    const struct sk_buff *head,
 					    const struct devtcp_parse *p, bool *fill)
 {
 	unsigned int check;
+	__sum16 seed;
 
 	*fill = false;
 	/* Its segments' checksums are the sender's device's own (TSO). */
@@ -227,16 +230,22 @@ static enum devtcp_csum devtcp_rx_csum_plan(struct devtcp_rxq *rxq, const struct
 		return DEVTCP_CSUM_CHECK;
 	/*
 	 * Offloaded: right if the device was told to sum the segment, and
-	 * no more, into the field that is checked; else verify the result.
+	 * no more, into the field that is checked, and that field holds the
+	 * pseudo-header's sum (as read in @head, the received copy's headers);
+	 * else verify the result.
 	 */
 	if (p->proto == IPPROTO_TCP)
-		check = offsetof(struct tcphdr, check);
+		check = p->l4_off + offsetof(struct tcphdr, check);
 	else
-		check = offsetof(struct udphdr, check);
-	if (skb_checksum_start_offset(src) == p->l4_off && src->csum_offset == check &&
-	    p->l4_off + p->l4_len == src->len)
-		return DEVTCP_CSUM_GOOD;
-	return DEVTCP_CSUM_CHECK;
+		check = p->l4_off + offsetof(struct udphdr, check);
+	if (skb_checksum_start_offset(src) != p->l4_off ||
+	    src->csum_offset != check - p->l4_off || p->l4_off + p->l4_len != src->len ||
+	    check + sizeof(seed) > skb_headlen(head))
+		return DEVTCP_CSUM_CHECK;
+	seed = *(__sum16 *)(head->data + check);
+	if (csum_fold(csum_add(p->pseudo, csum_unfold(~seed))))
+		return DEVTCP_CSUM_CHECK;
+	return DEVTCP_CSUM_GOOD;
 }
 
 static bool devtcp_csum_ok(const struct sk_buff *skb, const struct devtcp_parse *p)
@@ -247,17 +256,24 @@ static bool devtcp_csum_ok(const struct sk_buff *skb, const struct devtcp_parse 
 /*
  * The checksum the sender's device computes for a frame handed to it
  * CHECKSUM_PARTIAL: from csum_start to the end, stored csum_offset further;
- * here, into the received copy @skb, summed over it (host memory). Never
- * before @from: the headers the device parsed stay as it parsed them.
+ * here, into the received copy @skb, summed over it (host memory). The
+ * headers the device parsed (@p) stay as it parsed them.
  */
 static void devtcp_rx_csum_fill(struct sk_buff *skb, const struct sk_buff *src,
-				unsigned int from)
+				const struct devtcp_parse *p)
 {
 	unsigned int start = skb_checksum_start_offset(src);
 	unsigned int at = start + src->csum_offset;
+	unsigned int field = p->l4_off + (p->proto == IPPROTO_TCP ?
+					  offsetof(struct tcphdr, check) :
+					  offsetof(struct udphdr, check));
 	__sum16 sum;
 
-	if (start < from || start >= skb->len || at + sizeof(sum) > skb_headlen(skb))
+	if (start < (p->proto ? p->l4_off : p->hdr_len) || start >= skb->len ||
+	    at + sizeof(sum) > skb_headlen(skb))
+		return;
+	/* Nor over a header field it parsed, but the L4 checksum itself. */
+	if (at < p->hdr_len && !(p->proto && at == field))
 		return;
 	sum = csum_fold(skb_checksum(skb, start, skb->len - start, 0));
 	*(__sum16 *)(skb->data + at) = sum ?: CSUM_MANGLED_0;
@@ -282,17 +298,29 @@ static void devtcp_rx_gso(struct sk_buff *skb, const struct sk_buff *src,
 	skb->ip_summed = CHECKSUM_PARTIAL;
 }
 
-/* The host routes what comes in on @dev: a frame may be for another host. */
+/*
+ * The host may route what comes in on @dev to another host: it forwards on
+ * it (IPv6: on it or on all devices), or a device on top of it (a VLAN, a
+ * macvlan, a bridge port's bridge) decides with settings of its own.
+ */
 static bool devtcp_forwards(struct net_device *dev)
 {
 	struct inet6_dev *idev;
 	struct in_device *in_dev;
 	bool fwd;
 
+	if (rcu_access_pointer(dev->rx_handler))
+		return true;
+#if IS_ENABLED(CONFIG_VLAN_8021Q)
+	if (rcu_access_pointer(dev->vlan_info))
+		return true;
+#endif
 	rcu_read_lock();
 	in_dev = __in_dev_get_rcu(dev);
 	idev = __in6_dev_get(dev);
-	fwd = (in_dev && IN_DEV_FORWARD(in_dev)) || (idev && READ_ONCE(idev->cnf.forwarding));
+	fwd = (in_dev && IN_DEV_FORWARD(in_dev)) ||
+	      (idev && (READ_ONCE(dev_net(dev)->ipv6.devconf_all->forwarding) ||
+			READ_ONCE(idev->cnf.forwarding) || devtcp_ip6_force_forwarding(idev)));
 	rcu_read_unlock();
 	return fwd;
 }
@@ -306,14 +334,36 @@ static bool devtcp_forwards(struct net_device *dev)
  * payload, and BUG()s on one it cannot read).
  */
 static bool devtcp_rx_to_provider(struct devtcp_rxq *rxq, const struct sk_buff *src,
-				  const struct devtcp_parse *p, unsigned int hlen, bool fill,
-				  enum devtcp_csum *csum)
+				  const struct sk_buff *head, const struct devtcp_parse *p,
+				  unsigned int hlen, bool fill, enum devtcp_csum *csum)
 {
-	if (p->proto != IPPROTO_TCP || hlen == src->len || devtcp_forwards(rxq->priv->dev))
+	u32 hash;
+
+	/*
+	 * Nor with IP options or extension headers: the stack may answer
+	 * such a frame with an ICMP error that quotes its payload.
+	 */
+	if (p->proto != IPPROTO_TCP || hlen == src->len || p->options ||
+	    devtcp_forwards(rxq->priv->dev))
 		return false;
 	if (*csum == DEVTCP_CSUM_CHECK && !fill && skb_frags_readable(src))
 		*csum = devtcp_csum_ok(src, p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
-	return *csum == DEVTCP_CSUM_GOOD;
+	if (*csum != DEVTCP_CSUM_GOOD)
+		return false;
+	/*
+	 * The queue was chosen on the sender's bytes, which a PACKET_TX_RING
+	 * sender can change until the copy: only a frame whose copied headers
+	 * steer it here may land in this queue's memory, another tenant's
+	 * maybe. The others go to host memory, where their socket reads them.
+	 */
+	if (devtcp_rx_classify(rxq->priv, NULL, head->data, skb_headlen(head), &hash) !=
+	    rxq->idx) {
+		u64_stats_update_begin(&rxq->stats.syncp);
+		rxq->stats.misqueued++;
+		u64_stats_update_end(&rxq->stats.syncp);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -323,9 +373,8 @@ static bool devtcp_rx_to_provider(struct devtcp_rxq *rxq, const struct sk_buff *
  * or drops the frame if the sum is wrong after all (its sender changed it
  * after the check on its bytes, as a PACKET_TX_RING sender can).
  */
-static bool devtcp_rx_provider_csum(struct sk_buff *skb, const struct sk_buff *src,
-				    const struct devtcp_parse *p, struct devtcp_csum_acc *acc,
-				    bool fill)
+static bool devtcp_rx_provider_csum(struct sk_buff *skb, const struct devtcp_parse *p,
+				    struct devtcp_csum_acc *acc, bool fill)
 {
 	__sum16 *check = (__sum16 *)(skb->data + p->l4_off + offsetof(struct tcphdr, check));
 	__sum16 sum;
@@ -372,12 +421,13 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		hlen = hdrs;
 		if ((len - hdrs <= mem->hds_thresh || !p.proto) && len <= DEVTCP_HDR_ROOM)
 			hlen = len;
-		csum = devtcp_rx_csum_plan(rxq, src, &p, &fill);
-		if (mem->unreadable && devtcp_rx_to_provider(rxq, src, &p, hlen, fill, &csum)) {
+		csum = devtcp_rx_csum_plan(rxq, src, skb, &p, &fill);
+		if (mem->unreadable &&
+		    devtcp_rx_to_provider(rxq, src, skb, &p, hlen, fill, &csum)) {
 			acc.start = p.l4_off;
 			acc.end = p.l4_off + p.l4_len;
 			accp = gso ? NULL : &acc;
-		} else if (mem->unreadable) {
+		} else if (mem->unreadable && hlen < len) {
 			/* Host memory on this queue: never merged with provider memory. */
 			pool = mem->hdr_pool;
 			buf_size = PAGE_SIZE;
@@ -420,18 +470,18 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 			goto malformed;
 		if (!__pskb_pull_tail(skb, p.hdr_len))
 			goto drop_skb;
-		csum = devtcp_rx_csum_plan(rxq, src, &p, &fill);
+		csum = devtcp_rx_csum_plan(rxq, src, skb, &p, &fill);
 	}
 
 	if (accp) {
-		if (!devtcp_rx_provider_csum(skb, src, &p, accp, fill)) {
+		if (!devtcp_rx_provider_csum(skb, &p, accp, fill)) {
 			dev_kfree_skb_any(skb);
 			devtcp_rx_drop(rxq, DEVTCP_RX_DROP_CSUM);
 			return;
 		}
 	} else {
 		if (fill)
-			devtcp_rx_csum_fill(skb, src, p.proto ? p.l4_off : p.hdr_len);
+			devtcp_rx_csum_fill(skb, src, &p);
 		if (csum == DEVTCP_CSUM_CHECK)
 			csum = devtcp_csum_ok(skb, &p) ? DEVTCP_CSUM_GOOD : DEVTCP_CSUM_BAD;
 	}
@@ -445,12 +495,15 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 	devtcp_rx_count(rxq, skb, len, mem->hds && hlen < len, csum);
 	/*
 	 * GRO would append a provider frame's net_iovs to a host-memory skb
-	 * of the same flow (or the reverse) without marking it unreadable.
+	 * of the same flow (or the reverse) without marking it unreadable. So
+	 * nothing GRO holds meets this one, which keeps its place in the
+	 * queue's order (flushed skbs wait in the NAPI's list, in order).
 	 */
 	if (no_gro)
-		netif_receive_skb(skb);
-	else
-		napi_gro_receive(&rxq->napi, skb);
+		napi_gro_flush(&rxq->napi, false);
+	napi_gro_receive(&rxq->napi, skb);
+	if (no_gro)
+		napi_gro_flush(&rxq->napi, false);
 	return;
 
 malformed:

@@ -27,8 +27,8 @@ void devtcp_rxq_stats_read(const struct devtcp_rxq *rxq, struct devtcp_rxq_stats
 		out->csum_bad = s->csum_bad;
 		out->csum_drops = s->csum_drops;
 		out->gro_packets = s->gro_packets;
-		out->gro_bytes = s->gro_bytes;
 		out->gro_wire_packets = s->gro_wire_packets;
+		out->misqueued = s->misqueued;
 	} while (u64_stats_fetch_retry(&s->syncp, start));
 }
 
@@ -88,10 +88,6 @@ static void devtcp_sum_queues(struct devtcp_priv *priv, int from, int to,
 		rx->csum_unnecessary += rs.csum_unnecessary;
 		rx->csum_none += rs.csum_none;
 		rx->csum_bad += rs.csum_bad;
-		rx->hw_gro_packets += rs.gro_packets;
-		rx->hw_gro_bytes += rs.gro_bytes;
-		rx->hw_gro_wire_packets += rs.gro_wire_packets;
-		rx->hw_gro_wire_bytes += rs.gro_bytes;
 		devtcp_txq_stats_read(&priv->txq[i], &ts);
 		tx->packets += ts.packets;
 		tx->bytes += ts.bytes;

@@ -6,57 +6,8 @@
  * sending queue (flow control) rather than dropping.
  */
 #include <linux/etherdevice.h>
-#include <net/flow_dissector.h>
 
 #include "devtcp.h"
-
-/*
- * The receiving NIC's choice of RX queue for @skb: its ntuple rules first,
- * then RSS over the 4-tuple (2-tuple for non TCP/UDP) with the main table or
- * the context a rule names; *hash is the hash it reports. DEVTCP_RX_DROP when
- * a rule discards the frame.
- */
-static u32 devtcp_rx_classify(struct devtcp_priv *rx, struct sk_buff *skb, u32 *hash)
-{
-	u32 nq = READ_ONCE(rx->dev->real_num_rx_queues);
-	const struct devtcp_rss *rss = &rx->rss;
-	struct flow_keys keys;
-	u8 in[36];
-	int len = 0;
-	u32 q;
-
-	*hash = 0;
-	if (!skb_flow_dissect_flow_keys(skb, &keys, 0))
-		return 0;
-	if (keys.control.addr_type == FLOW_DISSECTOR_KEY_IPV4_ADDRS) {
-		memcpy(in, &keys.addrs.v4addrs.src, 4);
-		memcpy(in + 4, &keys.addrs.v4addrs.dst, 4);
-		len = 8;
-	} else if (keys.control.addr_type == FLOW_DISSECTOR_KEY_IPV6_ADDRS) {
-		memcpy(in, &keys.addrs.v6addrs.src, 16);
-		memcpy(in + 16, &keys.addrs.v6addrs.dst, 16);
-		len = 32;
-	} else {
-		return 0;	/* non-IP traffic goes to queue 0 */
-	}
-	if (keys.basic.ip_proto == IPPROTO_TCP || keys.basic.ip_proto == IPPROTO_UDP) {
-		memcpy(in + len, &keys.ports.src, 2);
-		memcpy(in + len + 2, &keys.ports.dst, 2);
-		len += 4;
-		q = devtcp_ntuple_lookup(rx, &keys, &rss);
-		if (q == DEVTCP_RX_DROP)
-			return q;
-		if (q != DEVTCP_RX_RSS) {
-			/* Steered frames still carry the main context's hash. */
-			*hash = devtcp_toeplitz(rx->rss.key, in, len);
-			return q < nq ? q : q % nq;
-		}
-	}
-
-	*hash = devtcp_toeplitz(rss->key, in, len);
-	q = READ_ONCE(rss->indir[*hash % DEVTCP_RSS_INDIR_SIZE]);
-	return q < nq ? q : q % nq;
-}
 
 /*
  * Puts @skb on @rxq's wire with the sender's queue generation @gen; *full:
@@ -214,7 +165,7 @@ netdev_tx_t devtcp_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (unlikely(READ_ONCE(priv->fault.on)))
 		return devtcp_fault_xmit(priv, skb, qid);
 
-	q = devtcp_rx_classify(rx, skb, &hash);
+	q = devtcp_rx_classify(rx, skb, skb->data, skb_headlen(skb), &hash);
 	if (unlikely(q == DEVTCP_RX_DROP)) {
 		/* The wire delivered it; the receiver's filter discards it. */
 		atomic64_inc(&rx->ntuple_drops);
@@ -274,7 +225,7 @@ int devtcp_wire_put(struct devtcp_priv *priv, u16 qid, struct sk_buff *skb)
 	/* As in devtcp_start_xmit(): the peer's rings exist once up is seen. */
 	if (!smp_load_acquire(&rx->up))
 		goto drop;
-	q = devtcp_rx_classify(rx, skb, &hash);
+	q = devtcp_rx_classify(rx, skb, skb->data, skb_headlen(skb), &hash);
 	if (q == DEVTCP_RX_DROP) {
 		atomic64_inc(&rx->ntuple_drops);
 		goto free;

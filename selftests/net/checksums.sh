@@ -43,19 +43,22 @@ snmp() {
 		if (!h) { for (i = 2; i <= NF; i++) if ($i == f) c = i; h = 1 } else print $c }' /proc/net/snmp
 }
 udp_errors() { if [ "$1" = 6 ]; then snmp ns2 6 Udp6InCsumErrors; else snmp ns2 Udp InCsumErrors; fi; }
-# xfer FAMILY: $n datagrams with a wrong checksum and $n with the right one,
-# in turn, from ns1 to a UDP socket in ns2 (1000 bytes each); sets got to
+# xfer FAMILY [offload]: $n datagrams with a wrong checksum and $n with the
+# right one, in turn, from ns1 to a UDP socket in ns2 (1000 bytes each;
+# offload: left to the sending device, with a wrong or right pseudo-header
+# sum in the field); sets got to
 # how many it received, e to the rise of the UDP checksum errors in ns2, b,
 # u and c to those of the device's csum_bad, csum_unnecessary and csum_none.
 xfer() {
 	local b0 u0 c0 e0
 	read -r b0 u0 c0 < <(rxc)
 	e0=$(udp_errors "$1")
-	got=$(ip netns exec ns2 $frames udp-xfer ns1 dta "$dmac" 9000 $n mixed "$1" |
+	got=$(ip netns exec ns2 $frames udp-xfer ns1 dta "$dmac" 9000 $n "${2:-mixed}" "$1" |
 		awk '/^delivered/ { print $2 }')
 	read -r b u c < <(rxc)
 	b=$((b - b0)); u=$((u - u0)); c=$((c - c0)); e=$(($(udp_errors "$1") - e0))
-	echo "IPv$1, $n wrong and $n right: delivered $got, UDP csum errors +$e, rx csum_bad +$b," \
+	echo "IPv$1${2:+ ($2)}, $n wrong and $n right: delivered $got, UDP csum errors +$e," \
+		"rx csum_bad +$b," \
 		"csum_unnecessary +$u, csum_none +$c"
 }
 
@@ -68,6 +71,13 @@ for fam in 4 6; do
 	check "... UDP checksum errors in ns2 rose by $n" test $e = $n
 	check "... rx*_csum_bad rose by $n" test $b = $n
 	check "... rx*_csum_unnecessary rose by $n" test $u = $n
+	# A packet socket can hand the device any value to sum from.
+	xfer $fam offload
+	check "IPv$fam, checksums offloaded from a packet socket: the $n with the pseudo-header's sum in the field are delivered" \
+		test "$got" = $n
+	check "... the $n with another value fail: UDP checksum errors in ns2 rose by $n" \
+		test $e = $n
+	check "... rx*_csum_bad rose by $n, rx*_csum_unnecessary by $n" test $b = $n -a $u = $n
 done
 # csum_none also counts what comes meanwhile (neighbour discovery): read between two
 ethtool0=$(rxc)

@@ -118,6 +118,14 @@ drops1=$(ethtool_stat ns2 dtb rx_ntuple_drops)
 check "a drop rule discards and counts (rx_ntuple_drops +$((drops1 - drops0)))" \
 	test $((drops1 - drops0)) -eq 500
 check "dropped datagrams reach no queue" only_queue "$d" none 0
+# The rules read the frame's bytes: a packet socket's skb that claims to be
+# no IP (ETH_P_LOOP) does not slip past them.
+dmac=$(ip netns exec ns2 cat /sys/class/net/dtb/address)
+got=$(ip netns exec ns2 python3 /devtcp/selftests/net/rawframes.py udp-xfer ns1 dta "$dmac" \
+	5009 20 loop | awk '/^delivered/ { print $2 }')
+drops2=$(ethtool_stat ns2 dtb rx_ntuple_drops)
+check "datagrams whose skb claims ETH_P_LOOP meet the drop rule too (delivered $got, rx_ntuple_drops +$((drops2 - drops1)))" \
+	test "$got" = 0 -a $((drops2 - drops1)) -eq 20
 
 # An RSS context over queues 4-7 for port 6000, the main table on 0-3.
 # Both hash with a fixed key (Microsoft's RSS verification key, as in

@@ -16,12 +16,17 @@ label 0xd7000 + k) for the sniffer to tell them apart.
       prints "listening", captures the frames IFNAME receives until a stop
       frame or SECONDS, then "seen KIND=N..." (marked frames that got this
       far; "seen none"), "stop N" and "frames N" (all it got)
-  rawframes.py udp-xfer TXNS IFNAME DSTMAC PORT COUNT good|bad|mixed [4|6]
+  rawframes.py udp-xfer TXNS IFNAME DSTMAC PORT COUNT good|bad|mixed|offload|loop [4|6]
       run in the receiving namespace: binds a UDP socket to 10.99.0.2 (or
       fd99::2) PORT there, sends COUNT datagrams of 1000 bytes with a right
       or wrong checksum (mixed: COUNT of each, in turn) from namespace TXNS
       out of IFNAME, drains the socket until it has been idle 1 s and
-      prints "delivered N"
+      prints "delivered N". offload: COUNT of each, in turn, that leave
+      the checksum to the sending device (a virtio_net_hdr asking for it:
+      CHECKSUM_PARTIAL), their field holding the pseudo-header's sum
+      (right) or another value (wrong), as a packet socket may. loop:
+      COUNT right ones whose skb says ETH_P_LOOP (sendto's sll_protocol),
+      not what their bytes say"
   rawframes.py tcp-bad IFNAME DSTMAC SPORT DPORT COUNT SIZE
       COUNT TCP segments (ACK, SIZE bytes of payload, random sequence
       numbers) from 10.99.0.1:SPORT to 10.99.0.2:DPORT with a wrong
@@ -49,6 +54,10 @@ ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
 PACKET_OUTGOING = 4
+SOL_PACKET = 263
+PACKET_VNET_HDR = 15
+ETH_P_LOOP = 0x0060
+VIRTIO_NET_HDR_F_NEEDS_CSUM = 1
 SO_RCVBUFFORCE = 33
 CLONE_NEWNET = 0x40000000
 
@@ -265,18 +274,37 @@ def udp_xfer(txns, ifname, dstmac, port, count, quality, family):
     r.bind((DST6 if v6 else DST4, port))
     setns(txns)	# r stays in this namespace
     s = packet_socket(ifname)
+    offload = quality == "offload"
+    if offload:
+        s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
     payload = bytes(i % 251 for i in range(1000))
-    if quality == "mixed":
+    if quality in ("mixed", "offload"):
         kinds = [True, False] * count
     else:
         kinds = [quality == "bad"] * count
+    to = (ifname, ETH_P_LOOP) if quality == "loop" else None
     for i, bad in enumerate(kinds):
-        if v6:
-            f = eth(s, dstmac, ETH_P_IPV6, ipv6(17, udp6_ok(41000 + i, port, payload, bad), 0))
+        seg = udp(41000 + i, port, payload)
+        pseudo = (pseudo6(SRC6, DST6, 17, len(seg)) if v6 else
+                  pseudo4(SRC4, DST4, 17, len(seg)))
+        if offload:
+            # the field's value the stack leaves for the device: the
+            # pseudo-header's sum (a wrong one: never its equivalent)
+            seed = csum(pseudo) ^ (0x00FF if bad else 0)
+            seg = seg[:6] + struct.pack("!H", seed) + seg[8:]
         else:
-            f = eth(s, dstmac, ETH_P_IP, ipv4(17, udp4_ok(41000 + i, port, payload, bad),
-                                               0x1000 + i))
-        s.send(f)
+            seg = with_check(seg, 6, pseudo, bad)
+        if v6:
+            f = eth(s, dstmac, ETH_P_IPV6, ipv6(17, seg, 0))
+        else:
+            f = eth(s, dstmac, ETH_P_IP, ipv4(17, seg, 0x1000 + i))
+        if offload:
+            start = 14 + (40 if v6 else 20)
+            f = struct.pack("=BBHHHH", VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, start, 6) + f
+        if to:
+            s.sendto(f, to)
+        else:
+            s.send(f)
     r.settimeout(1.0 * SCALE)
     got = 0
     try:
