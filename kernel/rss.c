@@ -62,7 +62,7 @@ u32 devtcp_rx_classify(struct devtcp_priv *rx, const struct sk_buff *skb, const 
 
 	*hash = 0;
 	if (hlen < ETH_HLEN ||
-	    !__skb_flow_dissect(NULL, skb, &flow_keys_dissector, &keys, data,
+	    !__skb_flow_dissect(dev_net(rx->dev), skb, &flow_keys_dissector, &keys, data,
 				((const struct ethhdr *)data)->h_proto, ETH_HLEN, hlen, 0))
 		return 0;
 	if (keys.control.addr_type == FLOW_DISSECTOR_KEY_IPV4_ADDRS) {
