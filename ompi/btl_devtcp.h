@@ -29,43 +29,13 @@
 #include "opal/util/proc.h"
 
 #include "btl_devtcp_compat.h"
+#include "btl_devtcp_wire.h"
 
 #define DEVTCP_MAX_LINKS 8
 #define DEVTCP_MAX_IFS 8	/* interfaces, so modules, per rank */
 
 struct devmem_rx;
 struct devmem_frag;
-
-/* The first bytes on every connection: who opens it and what it carries. */
-#define DEVTCP_HELLO_MAGIC 0x64747062u	/* "dtpb" */
-#define DEVTCP_WIRE_VERSION 2
-enum devtcp_link_kind { DEVTCP_LINK_CTRL = 1, DEVTCP_LINK_DATA = 2 };
-
-struct devtcp_hello {
-	uint32_t magic;
-	uint16_t version;
-	uint8_t kind;		/* enum devtcp_link_kind */
-	uint8_t index;		/* data link number */
-	uint32_t jobid;
-	uint32_t vpid;
-};
-
-/* Before every message on the control connection. */
-#define DEVTCP_FRAME_BYE 0x01	/* the sender closes: EOF after it is no error */
-#define DEVTCP_FRAME_PUT 0x02	/* a put: ctrl holds the address (u64) where the
-				 * data_len bytes go in the receiver's memory */
-
-/* The most one put carries (btl_put_limit, btl_rdma_pipeline_frag_size). */
-#define DEVTCP_PUT_LIMIT (1ul << 30)
-
-struct devtcp_frame {
-	uint8_t tag;		/* the PML's active message tag */
-	uint8_t flags;
-	uint8_t link;		/* data link carrying data_len bytes */
-	uint8_t pad;
-	uint32_t ctrl_len;	/* bytes following on this connection */
-	uint64_t data_len;	/* bytes following on data link `link` */
-};
 
 /* What a rank publishes in the modex, one per interface (module). */
 struct devtcp_addr {
@@ -80,6 +50,29 @@ struct devtcp_addr {
 
 #define DEVTCP_ADDRSTRLEN INET6_ADDRSTRLEN
 
+/* The modex blob: the rank's secret, then one devtcp_addr per interface.
+ * PMIx carries it to the job's processes only; the hello proves knowledge
+ * of the secret without sending it. */
+#define DEVTCP_MODEX_MIN (DEVTCP_KEY_LEN + sizeof(struct devtcp_addr))
+
+/* Connections accepted and still without a hello; more wait in the
+ * listener's backlog. */
+#define DEVTCP_MAX_PENDING 64
+
+/* What register_mem hands the PML: the PML gives it to the peer that puts
+ * into the region, whose put frame names it. */
+struct mca_btl_base_registration_handle_t {
+	uint64_t id;
+};
+
+/* A region the PML registered (register_mem): a put may write it only. */
+struct devtcp_reg {
+	struct devtcp_reg *next;
+	struct mca_btl_base_endpoint_t *ep;	/* the only writer; NULL: any peer */
+	struct devtcp_region region;
+	mca_btl_base_registration_handle_t handle;
+};
+
 /* A descriptor: the PML's view (base) and what sending it needs; a put's
  * completion too. */
 struct devtcp_frag {
@@ -92,7 +85,7 @@ struct devtcp_frag {
 	struct iovec iov[3];	/* control connection: frame, header, rest */
 	int iov_count, iov_done;
 	struct iovec data;	/* data connection: what remains to write */
-	uint64_t put_to;	/* a put: where its bytes go in the peer */
+	struct devtcp_put put;	/* a put: where its bytes go in the peer */
 	mca_btl_base_rdma_completion_fn_t put_done;
 	void *put_context, *put_cbdata;
 	size_t cap;
@@ -118,8 +111,12 @@ struct mca_btl_base_endpoint_t {
 	struct mca_btl_base_endpoint_t *next;
 	opal_proc_t *proc;
 	opal_process_name_t name;
-	struct devtcp_addr addr;
+	struct devtcp_addr addr;	/* the one we connect to */
 	bool have_addr;
+	uint8_t key[DEVTCP_KEY_LEN];	/* its secret: our hellos to it prove we know it */
+	struct devtcp_addr addrs[DEVTCP_MAX_IFS];	/* all it published: its
+							 * connections come from these */
+	int naddrs;
 	/* send half */
 	pthread_mutex_t send_lock;
 	int ctrl_fd;
@@ -130,6 +127,8 @@ struct mca_btl_base_endpoint_t {
 	/* receive half */
 	int rx_ctrl_fd;
 	int rx_data_fd[DEVTCP_MAX_LINKS];
+	bool rx_ctrl_used, rx_data_used[DEVTCP_MAX_LINKS];	/* a slot is filled once */
+	uint64_t rx_link_wait;		/* ms: since when a message waits for its link */
 	struct devmem_rx *rx_devmem[DEVTCP_MAX_LINKS];	/* NULL: plain link */
 	struct devmem_frag *rx_frags;	/* the current message's, devmem links */
 	unsigned int rx_nfrags, rx_frags_cap;
@@ -156,6 +155,8 @@ struct devtcp_pending {
 	struct devtcp_pending *next;
 	int fd;
 	struct devmem_rx *rx;	/* a devmem data link's */
+	uint64_t deadline;	/* ms, monotonic: the hello is due */
+	struct devtcp_tuple tuple;	/* the connection, as its opener sees it */
 	size_t got;
 	struct devtcp_hello hello;
 };
@@ -171,6 +172,13 @@ struct devtcp_module {
 	int sending;			/* endpoints with a send queue (atomic) */
 	pthread_mutex_t rx_lock;	/* everything below, and the receive halves */
 	struct devtcp_pending *pending;
+	unsigned int npending;
+	uint64_t next_check;		/* ms: deadlines are checked then */
+	uint64_t refused;		/* connections refused before or at their hello */
+	uint64_t hello_timeouts;	/* of which without a hello in time */
+	pthread_mutex_t reg_lock;	/* regs */
+	struct devtcp_reg *regs;
+	uint64_t reg_ids;
 	struct devtcp_devmem *devmem;	/* NULL: plain receive */
 	uint64_t tx_msgs, tx_bytes;	/* atomic: every sending thread adds */
 	uint64_t rx_msgs, rx_bytes;	/* puts included */
@@ -194,6 +202,9 @@ struct devtcp_component {
 	int data_min;
 	int ctrl_port, data_port;
 	int verbose;
+	int connect_timeout;	/* s: a hello, a message's data link */
+	int peer_timeout;	/* s: TCP keepalive and user timeout, 0: off */
+	uint8_t secret[DEVTCP_KEY_LEN];	/* this process's, in the modex */
 	char *devmem_mode;
 	char *devmem_mem;
 	int devmem_cuda_device;
@@ -222,7 +233,13 @@ const char *devtcp_ntop(const struct devtcp_addr *a, char *buf);
 int devtcp_match_peer(const struct devtcp_addr *mine, int index, const struct devtcp_addr *theirs,
 		      int count);
 
+void devtcp_tuple(struct devtcp_tuple *t, const struct sockaddr_storage *src,
+		  const struct sockaddr_storage *dst);
+bool devtcp_from(const struct devtcp_addr *addrs, int count, const struct sockaddr_storage *ss);
+
 /* btl_devtcp_module.c */
+bool devtcp_region_find(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			uint64_t handle, struct devtcp_region *r);
 
 /* btl_devtcp_devmem.c */
 int devtcp_devmem_open(struct devtcp_module *m);
@@ -232,7 +249,8 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 		       size_t *done);
 int devtcp_devmem_link(struct devtcp_module *m, int fd);
 void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
-const void *devtcp_devmem_at(struct devtcp_module *m, uint64_t offset);
+const void *devtcp_devmem_at(struct devtcp_module *m, const struct devmem_frag *f);
+bool devtcp_devmem_frags_ok(struct devtcp_module *m, const struct devmem_frag *f, unsigned int n);
 struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m);
 bool devtcp_devmem_on_gpu(struct devtcp_module *m);
 int devtcp_devmem_events(struct devtcp_module *m);

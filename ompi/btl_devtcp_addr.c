@@ -210,3 +210,40 @@ int devtcp_pick_interface(struct devtcp_module *m, const char *want, int family)
 	freeifaddrs(ifs);
 	return OPAL_SUCCESS;
 }
+
+/* An address's bytes (IPv4 in the first 4) and port, from a socket address. */
+static void split(const struct sockaddr_storage *ss, uint8_t ip[16], uint16_t *port)
+{
+	memset(ip, 0, 16);
+	if (ss->ss_family == AF_INET6) {
+		memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		*port = ((const struct sockaddr_in6 *)ss)->sin6_port;
+	} else {
+		memcpy(ip, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		*port = ((const struct sockaddr_in *)ss)->sin_port;
+	}
+}
+
+/* The connection from @src to @dst, as a hello's MAC covers it. */
+void devtcp_tuple(struct devtcp_tuple *t, const struct sockaddr_storage *src,
+		  const struct sockaddr_storage *dst)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = (uint8_t)src->ss_family;
+	split(src, t->src, &t->src_port);
+	split(dst, t->dst, &t->dst_port);
+}
+
+/* Whether @ss is one of the @count addresses a peer published. */
+bool devtcp_from(const struct devtcp_addr *addrs, int count, const struct sockaddr_storage *ss)
+{
+	uint8_t ip[16];
+	uint16_t port;
+
+	split(ss, ip, &port);
+	for (int i = 0; i < count; i++)
+		if (addrs[i].family == ss->ss_family &&
+		    !memcmp(addrs[i].ip, ip, ss->ss_family == AF_INET ? 4 : 16))
+			return true;
+	return false;
+}

@@ -21,6 +21,9 @@ static inline void devtcp_deliver(mca_btl_base_module_t *btl,
 				  mca_btl_base_segment_t *segs, size_t count)
 {
 	mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
+
+	if (!reg->cbfunc)	/* refused before: devtcp_frame_check */
+		return;
 #if OPAL_MAJOR_VERSION >= 5
 	mca_btl_base_receive_descriptor_t desc = {
 		.endpoint = ep, .des_segments = segs, .des_segment_count = count,

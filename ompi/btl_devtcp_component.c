@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,8 @@ struct devtcp_component mca_btl_devtcp_component = {
 	},
 	.data_links = 1,
 	.data_min = 4096,
+	.connect_timeout = 10,
+	.peer_timeout = 300,
 };
 
 static int reg_int(const char *name, const char *help, int *storage)
@@ -81,7 +84,17 @@ static int devtcp_register(void)
 	reg_int("data_port",
 		"TCP port of the data listener (0: any free port). A devmem receiver steers "
 		"this port to its dma-buf queue", &c->data_port);
-	reg_int("verbose", "Verbosity of btl/devtcp's messages (0-100)", &c->verbose);
+	reg_int("verbose", "Verbosity of btl/devtcp's messages (0-100; 1 names each connection "
+		"refused, e.g. one that fails authentication)", &c->verbose);
+	reg_int("connect_timeout",
+		"Seconds an accepted connection has to authenticate (its hello), after which it is "
+		"closed, and twice that for a message's data connection to arrive, after which the "
+		"peer is failed (at least 1)", &c->connect_timeout);
+	reg_int("peer_timeout",
+		"Seconds after which a connection whose peer stopped answering (host down, network "
+		"cut, no reset) fails the job: TCP keepalive probes and TCP_USER_TIMEOUT on every "
+		"connection (0: off, the kernel's defaults; a peer that reads nothing for this long "
+		"while we send to it may count as gone on some kernels)", &c->peer_timeout);
 	c->devmem_mode = "auto";
 	mca_base_component_var_register(&c->super.btl_version, "devmem",
 		"Receive payloads into a dma-buf with devmem TCP: auto (through rdpmd when one "
@@ -205,6 +218,7 @@ static void module_free(struct devtcp_module *m)
 		close(m->data_listen);
 	pthread_mutex_destroy(&m->ep_lock);
 	pthread_mutex_destroy(&m->rx_lock);
+	pthread_mutex_destroy(&m->reg_lock);
 	free(m);
 }
 
@@ -222,6 +236,7 @@ static struct devtcp_module *module_open(const char *ifname)
 	*m = devtcp_module_template;
 	m->ctrl_listen = m->data_listen = -1;
 	pthread_mutex_init(&m->ep_lock, NULL);
+	pthread_mutex_init(&m->reg_lock, NULL);
 	pthread_mutex_init(&m->rx_lock, NULL);
 	if (devtcp_pick_interface(m, ifname, c->family) != OPAL_SUCCESS)
 		goto fail;
@@ -295,7 +310,7 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 					   bool mpi_threads)
 {
 	struct devtcp_component *c = &mca_btl_devtcp_component;
-	struct devtcp_addr addrs[DEVTCP_MAX_IFS];
+	unsigned char blob[DEVTCP_KEY_LEN + DEVTCP_MAX_IFS * sizeof(struct devtcp_addr)];
 	mca_btl_base_module_t **btls = NULL;
 	int rc, i;
 
@@ -309,6 +324,15 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	if (c->data_min < 1) {
 		opal_output(0, "btl:devtcp: btl_devtcp_data_min is %d; it must be at least 1",
 			    c->data_min);
+		return NULL;
+	}
+	if (c->connect_timeout < 1 || c->peer_timeout < 0) {
+		opal_output(0, "btl:devtcp: btl_devtcp_connect_timeout is %d and btl_devtcp_peer_timeout "
+			    "%d: want at least 1 and at least 0", c->connect_timeout, c->peer_timeout);
+		return NULL;
+	}
+	if (getrandom(c->secret, sizeof(c->secret), 0) != sizeof(c->secret)) {
+		opal_output(0, "btl:devtcp: no random bytes for the job secret: %s", strerror(errno));
 		return NULL;
 	}
 	if (c->family != 0 && c->family != 4 && c->family != 6) {
@@ -331,12 +355,14 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 	btls = malloc(c->num_modules * sizeof(*btls));
 	if (!btls)
 		goto fail;
+	memcpy(blob, c->secret, DEVTCP_KEY_LEN);
 	for (i = 0; i < c->num_modules; i++) {
-		addrs[i] = c->modules[i]->addr;
+		memcpy(blob + DEVTCP_KEY_LEN + i * sizeof(struct devtcp_addr), &c->modules[i]->addr,
+		       sizeof(struct devtcp_addr));
 		btls[i] = &c->modules[i]->super;
 	}
-	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, addrs,
-			c->num_modules * sizeof(addrs[0]));
+	OPAL_MODEX_SEND(rc, DEVTCP_MODEX_SCOPE, &c->super.btl_version, blob,
+			DEVTCP_KEY_LEN + c->num_modules * sizeof(struct devtcp_addr));
 	if (rc != OPAL_SUCCESS)
 		goto fail;
 	devtcp_verbose(5, "%d interface(s); threads: %s", c->num_modules,

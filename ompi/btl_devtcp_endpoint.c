@@ -11,7 +11,9 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opal/util/output.h"
@@ -25,6 +27,15 @@
 /* A put from a devmem link is read and handed back in batches of this many
  * bytes at most. */
 #define DEVTCP_PUT_BATCH (256 * 1024)
+
+/* Milliseconds on the monotonic clock. */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static bool same_name(const opal_process_name_t *a, const opal_process_name_t *b)
 {
@@ -64,7 +75,7 @@ static int module_index(struct devtcp_module *m)
 struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc)
 {
 	struct mca_btl_base_endpoint_t *ep = endpoint_find(m, &proc->proc_name), *twin;
-	struct devtcp_addr *addr = NULL;
+	unsigned char *blob = NULL;
 	size_t size = 0;
 	int rc, i;
 
@@ -80,16 +91,23 @@ struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opa
 		ep->data_fd[i] = ep->rx_data_fd[i] = -1;
 	pthread_mutex_init(&ep->send_lock, NULL);
 	OPAL_MODEX_RECV(rc, &mca_btl_devtcp_component.super.btl_version, &proc->proc_name,
-			(void **)&addr, &size);
-	if (rc == OPAL_SUCCESS && addr && size && size % sizeof(*addr) == 0) {
-		int k = devtcp_match_peer(&m->addr, module_index(m), addr, size / sizeof(*addr));
+			(void **)&blob, &size);
+	/* its secret, then its addresses */
+	if (rc == OPAL_SUCCESS && blob && size >= DEVTCP_MODEX_MIN &&
+	    (size - DEVTCP_KEY_LEN) % sizeof(struct devtcp_addr) == 0 &&
+	    (size - DEVTCP_KEY_LEN) / sizeof(struct devtcp_addr) <= DEVTCP_MAX_IFS) {
+		int k;
 
+		memcpy(ep->key, blob, DEVTCP_KEY_LEN);
+		ep->naddrs = (size - DEVTCP_KEY_LEN) / sizeof(struct devtcp_addr);
+		memcpy(ep->addrs, blob + DEVTCP_KEY_LEN, ep->naddrs * sizeof(struct devtcp_addr));
+		k = devtcp_match_peer(&m->addr, module_index(m), ep->addrs, ep->naddrs);
 		if (k >= 0) {
-			ep->addr = addr[k];
+			ep->addr = ep->addrs[k];
 			ep->have_addr = true;
 		}
 	}
-	free(addr);
+	free(blob);
 	pthread_mutex_lock(&m->ep_lock);
 	twin = endpoint_find(m, &proc->proc_name);
 	if (!twin) {
@@ -197,23 +215,62 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int open_link(struct mca_btl_base_endpoint_t *ep, uint16_t port, uint8_t kind,
-		     uint8_t index)
+/* A peer host that dies without a reset fails the connection within
+ * btl_devtcp_peer_timeout seconds, idle (keepalive) or sending (the user
+ * timeout), instead of hanging the job. */
+static void set_peer_timeout(int fd)
 {
-	struct sockaddr_storage ss;
+	int t = mca_btl_devtcp_component.peer_timeout, one = 1, cnt = 3;
+	int idle = t / 2 ? t / 2 : 1, intvl = t / 6 ? t / 6 : 1;
+	unsigned int ms = (unsigned int)t * 1000;
+
+	if (t <= 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
+/*
+ * A connection to the peer, from our published address (the peer checks
+ * it), opened with a hello that names us and the peer and proves that we
+ * know the peer's secret for this very connection: its MAC covers both
+ * ends' addresses and ports, so that it is worth nothing on another.
+ */
+static int open_link(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep, uint16_t port,
+		     uint8_t kind, uint8_t index)
+{
+	struct sockaddr_storage ss, me_ss, src;
 	socklen_t len = devtcp_sockaddr(&ep->addr, port, &ss);
+	socklen_t me_len = devtcp_sockaddr(&m->addr, 0, &me_ss), src_len = sizeof(src);
 	opal_process_name_t me = OPAL_PROC_MY_NAME;
 	struct devtcp_hello hello = {
 		.magic = htonl(DEVTCP_HELLO_MAGIC), .version = htons(DEVTCP_WIRE_VERSION),
 		.kind = kind, .index = index, .jobid = htonl(me.jobid), .vpid = htonl(me.vpid),
+		.to_jobid = htonl(ep->name.jobid), .to_vpid = htonl(ep->name.vpid),
 	};
+	struct devtcp_tuple t;
 	int fd, one = 1;
 
 	fd = socket(ep->addr.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&ss, len) < 0 ||
-	    write_all(fd, &hello, sizeof(hello)) < 0) {
+	if (getrandom(hello.nonce, sizeof(hello.nonce), 0) != sizeof(hello.nonce) ||
+	    bind(fd, (struct sockaddr *)&me_ss, me_len) < 0 ||
+	    connect(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&src, &src_len) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	devtcp_tuple(&t, &src, &ss);
+	devtcp_hello_mac(ep->key, &hello, &t, hello.mac);
+	set_peer_timeout(fd);
+	if (write_all(fd, &hello, sizeof(hello)) < 0) {
 		int err = errno;
 
 		close(fd);
@@ -239,13 +296,13 @@ static int connect_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t 
 	char ip[DEVTCP_ADDRSTRLEN];
 
 	for (i = 0; i < links; i++) {
-		ep->data_fd[i] = open_link(ep, ep->addr.data_port, DEVTCP_LINK_DATA, i);
+		ep->data_fd[i] = open_link(m, ep, ep->addr.data_port, DEVTCP_LINK_DATA, i);
 		if (ep->data_fd[i] < 0) {
 			fail_peer(m, ep, "cannot open a data connection", errno);
 			return OPAL_ERR_UNREACH;
 		}
 	}
-	ep->ctrl_fd = open_link(ep, ep->addr.ctrl_port, DEVTCP_LINK_CTRL, 0);
+	ep->ctrl_fd = open_link(m, ep, ep->addr.ctrl_port, DEVTCP_LINK_CTRL, 0);
 	if (ep->ctrl_fd < 0) {
 		fail_peer(m, ep, "cannot open the control connection", errno);
 		return OPAL_ERR_UNREACH;
@@ -266,14 +323,17 @@ static void frag_layout(struct devtcp_frag *f, int *next_link)
 
 	if (f->put_done) {
 		f->iov[0] = (struct iovec){ &f->frame, sizeof(f->frame) };
-		f->iov[1] = (struct iovec){ &f->put_to, sizeof(f->put_to) };
+		f->iov[1] = (struct iovec){ &f->put, sizeof(f->put) };
 		f->iov_count = 2;
 		f->iov_done = 0;
 		f->frame.flags = DEVTCP_FRAME_PUT;
-		f->frame.ctrl_len = sizeof(f->put_to);
+		f->frame.ctrl_len = sizeof(f->put);
 		f->frame.data_len = total;
-		f->frame.link = *next_link;
-		*next_link = (*next_link + 1) % mca_btl_devtcp_component.data_links;
+		f->frame.link = 0;
+		if (total) {
+			f->frame.link = *next_link;
+			*next_link = (*next_link + 1) % mca_btl_devtcp_component.data_links;
+		}
 		f->data = (struct iovec){ f->segs[0].seg_addr.pval, total };
 		return;
 	}
@@ -589,7 +649,8 @@ static int took(struct mca_btl_base_endpoint_t *ep, ssize_t n)
 /* A message's payload from a devmem link, as fragments: dma-buf pieces as
  * they landed, linear pieces copied into rx_data. 1 when all data_len bytes
  * are in, 0 later, -1 on error (errno; 0 for EOF). */
-static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx, size_t len)
+static int read_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+		       struct devmem_rx *rx, size_t len)
 {
 	while (ep->rx_done < len) {
 		unsigned int got = 0;
@@ -602,6 +663,10 @@ static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx,
 					ep->rx_frags + ep->rx_nfrags,
 					ep->rx_frags_cap - ep->rx_nfrags, &got,
 					ep->rx_data + ep->rx_linear, len - ep->rx_linear);
+		if (!devtcp_devmem_frags_ok(m, ep->rx_frags + ep->rx_nfrags, got)) {
+			errno = EPROTO;
+			return -1;
+		}
 		for (unsigned int i = 0; i < got; i++)
 			if (!ep->rx_frags[ep->rx_nfrags + i].dmabuf_id)
 				ep->rx_linear += ep->rx_frags[ep->rx_nfrags + i].len;
@@ -616,7 +681,7 @@ static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx,
 /* Where a fragment's bytes are in our address space. */
 static const void *frag_addr(struct devtcp_module *m, const struct devmem_frag *f)
 {
-	return f->dmabuf_id ? devtcp_devmem_at(m, f->offset) : f->linear;
+	return f->dmabuf_id ? devtcp_devmem_at(m, f) : f->linear;
 }
 
 /*
@@ -641,6 +706,10 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 			want = ep->rx_data_cap;
 		n = devmem_rx_recv_upto(rx, want, MSG_DONTWAIT, ep->rx_frags, ep->rx_frags_cap,
 					&got, ep->rx_data, ep->rx_data_cap);
+		if (!devtcp_devmem_frags_ok(m, ep->rx_frags, got)) {
+			errno = EPROTO;
+			return -1;
+		}
 		for (i = 0; i < got; i++) {
 			const struct devmem_frag *f = &ep->rx_frags[i];
 
@@ -727,12 +796,36 @@ static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint
 	ep->rx_linear = 0;
 }
 
+/* Whether the PML receives messages of this tag: no callback, no message. */
+static bool tag_registered(uint8_t tag)
+{
+	return mca_btl_base_active_message_trigger[tag].cbfunc != NULL;
+}
+
+/* A frame or put the peer had no business sending: it is failed. */
+static void refuse_frame(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			 enum devtcp_verdict v)
+{
+	const struct devtcp_frame *fr = &ep->rx_frame;
+	char what[200];
+
+	snprintf(what, sizeof(what), "refused a message: %s (tag 0x%02x, flags 0x%02x, link %u, "
+		 "control %u bytes, payload %llu bytes)", devtcp_verdict_str(v), fr->tag, fr->flags,
+		 fr->link, fr->ctrl_len, (unsigned long long)fr->data_len);
+	fail_peer(m, ep, what, 0);
+}
+
 /* Takes whole messages from the peer's connections to us and hands them to
  * the PML; returns how many. */
 static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
 {
 	struct devtcp_frame *fr = &ep->rx_frame;
 	size_t max = m->super.btl_max_send_size;
+	const struct devtcp_limits limits = {
+		.max_ctrl = max + DEVTCP_CTRL_SLACK, .max_data = max,
+		.data_links = mca_btl_devtcp_component.data_links, .tag_ok = tag_registered,
+	};
+	enum devtcp_verdict v;
 	int delivered = 0, rc = 0;
 	bool put, gpu;
 
@@ -747,17 +840,16 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
+			v = devtcp_frame_check(fr, &limits);
+			if (v != DEVTCP_OK) {
+				refuse_frame(m, ep, v);
+				return delivered;
+			}
 			if (fr->flags & DEVTCP_FRAME_BYE) {
 				ep->rx_bye = true;
 				continue;
 			}
 			put = fr->flags & DEVTCP_FRAME_PUT;
-			if ((put ? fr->ctrl_len != sizeof(uint64_t) || fr->data_len > DEVTCP_PUT_LIMIT
-				 : fr->ctrl_len > max + DEVTCP_CTRL_SLACK || fr->data_len > max) ||
-			    fr->link >= mca_btl_devtcp_component.data_links) {
-				fail_peer(m, ep, "malformed message header", 0);
-				return delivered;
-			}
 			/* a put's bytes go to their destination; only the
 			 * linear pieces of a batch (put_devmem) pass rx_data */
 			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap, fr->ctrl_len) < 0 ||
@@ -775,14 +867,18 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				break;
 			ep->rx_done = 0;
 			if (fr->flags & DEVTCP_FRAME_PUT) {
-				uint64_t to;
+				struct devtcp_put p;
+				struct devtcp_region r;
 
-				memcpy(&to, ep->rx_ctrl, sizeof(to));
-				if (!to && fr->data_len) {
-					fail_peer(m, ep, "malformed put (to address 0)", 0);
+				/* only into what we registered for this peer */
+				memcpy(&p, ep->rx_ctrl, sizeof(p));
+				v = devtcp_put_check(&p, fr->data_len,
+						     devtcp_region_find(m, ep, p.handle, &r) ? &r : NULL);
+				if (v != DEVTCP_OK) {
+					refuse_frame(m, ep, v);
 					return delivered;
 				}
-				ep->rx_put = (unsigned char *)(uintptr_t)to;
+				ep->rx_put = (unsigned char *)(uintptr_t)p.to;
 				ep->rx_state = RX_DATA;
 				continue;
 			}
@@ -791,8 +887,14 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				continue;
 			goto deliver;
 		case RX_DATA:
-			if (ep->rx_data_fd[fr->link] < 0)
-				return delivered; /* its connection is still being accepted */
+			if (ep->rx_data_fd[fr->link] < 0) {
+				/* its connection is still being accepted (or
+				 * never comes: check_deadlines) */
+				if (!ep->rx_link_wait)
+					ep->rx_link_wait = now_ms();
+				return delivered;
+			}
+			ep->rx_link_wait = 0;
 			put = fr->flags & DEVTCP_FRAME_PUT;
 			gpu = ep->rx_devmem[fr->link] && devtcp_devmem_on_gpu(m);
 			if (gpu)
@@ -804,7 +906,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_put, fr->data_len,
 					       &ep->rx_done);
 			else if (ep->rx_devmem[fr->link])
-				rc = read_devmem(ep, ep->rx_devmem[fr->link], fr->data_len);
+				rc = read_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
 			else
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
 					       &ep->rx_done);
@@ -854,61 +956,125 @@ deliver:
 	return delivered;
 }
 
+/* A connection that did not make it to a peer: closed, counted, said at
+ * verbosity 1 (who can reach the port can make many). */
+static void refuse(struct devtcp_module *m, struct devtcp_pending *p, const char *why)
+{
+	char ip[DEVTCP_ADDRSTRLEN];
+
+	m->refused++;
+	if (!inet_ntop(p->tuple.family, p->tuple.src, ip, sizeof(ip)))
+		snprintf(ip, sizeof(ip), "?");
+	devtcp_verbose(1, "%s: refused a connection from %s port %u: %s", m->ifname, ip,
+		       ntohs(p->tuple.src_port), why);
+}
+
+static void pending_free(struct devtcp_module *m, struct devtcp_pending *p)
+{
+	if (p->rx)
+		devmem_rx_close(p->rx);
+	if (p->fd >= 0)
+		close(p->fd);
+	m->npending--;
+	free(p);
+}
+
+/* Takes connections off a listener while there is room for them among the
+ * pending ones; the rest wait in the backlog. */
 static void accept_all(struct devtcp_module *m, int lfd)
 {
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	while (m->npending < DEVTCP_MAX_PENDING) {
+		struct sockaddr_storage peer, local;
+		socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &peer_len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct devtcp_pending *p;
 
 		if (fd < 0)
 			return;
-		p = calloc(1, sizeof(*p));
-		if (!p || (lfd == m->data_listen &&
-			   devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS)) {
-			free(p);
+		if (getsockname(fd, (struct sockaddr *)&local, &local_len) < 0 ||
+		    peer.ss_family != m->addr.family) {
 			close(fd);
+			continue;
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			close(fd);
+			continue;
+		}
+		m->npending++;
+		p->fd = fd;
+		p->deadline = now_ms() + 1000ull * mca_btl_devtcp_component.connect_timeout;
+		devtcp_tuple(&p->tuple, &peer, &local);
+		if (lfd == m->data_listen && devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS) {
+			pending_free(m, p);
 			fail_all(m, "cannot receive a data link with devmem");
 			return;
 		}
-		p->fd = fd;
+		set_peer_timeout(fd);
 		p->next = m->pending;
 		m->pending = p;
 	}
 }
 
-/* A connection's hello names its sender: attach it to that peer. */
+/*
+ * A connection's hello: it must be meant for us and prove that its opener
+ * knows our secret (which only the job's processes have, through the
+ * modex), name a process of the job whose published addresses it comes
+ * from, and fill a slot that was never filled. Then it is that peer's.
+ */
 static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 {
+	struct devtcp_component *c = &mca_btl_devtcp_component;
 	struct devtcp_hello *h = &p->hello;
-	opal_process_name_t name;
+	opal_process_name_t name, me = OPAL_PROC_MY_NAME;
 	struct mca_btl_base_endpoint_t *ep;
+	struct sockaddr_storage from;
+	enum devtcp_verdict v;
+	char why[128];
+	bool *used;
 	int *slot;
 
-	if (ntohl(h->magic) != DEVTCP_HELLO_MAGIC || ntohs(h->version) != DEVTCP_WIRE_VERSION ||
-	    (h->kind != DEVTCP_LINK_CTRL && h->kind != DEVTCP_LINK_DATA) ||
-	    h->index >= mca_btl_devtcp_component.data_links) {
-		opal_output(0, "btl:devtcp: a connection that is not btl/devtcp %d's: closed",
-			    DEVTCP_WIRE_VERSION);
+	v = devtcp_hello_check(h, c->data_links, me.jobid, me.vpid, c->secret, &p->tuple);
+	if (v != DEVTCP_OK) {
+		refuse(m, p, devtcp_verdict_str(v));
 		return -1;
 	}
 	name.jobid = ntohl(h->jobid);
 	name.vpid = ntohl(h->vpid);
 	ep = endpoint_find(m, &name);
-	if (!ep) {
+	if (!ep && !same_name(&name, &me)) {
 		opal_proc_t *proc = opal_proc_for_name(name);
 
-		if (!proc || !(ep = devtcp_endpoint_get(m, proc)))
-			return -1;
+		if (proc)
+			ep = devtcp_endpoint_get(m, proc);
 	}
+	memset(&from, 0, sizeof(from));
+	from.ss_family = p->tuple.family;
+	if (from.ss_family == AF_INET)
+		memcpy(&((struct sockaddr_in *)&from)->sin_addr, p->tuple.src, 4);
+	else
+		memcpy(&((struct sockaddr_in6 *)&from)->sin6_addr, p->tuple.src, 16);
+	if (!ep || !devtcp_from(ep->addrs, ep->naddrs, &from)) {
+		snprintf(why, sizeof(why), "claims to be %u.%u, whose published addresses it does "
+			 "not come from", name.jobid, name.vpid);
+		refuse(m, p, why);
+		return -1;
+	}
+	used = h->kind == DEVTCP_LINK_CTRL ? &ep->rx_ctrl_used : &ep->rx_data_used[h->index];
 	slot = h->kind == DEVTCP_LINK_CTRL ? &ep->rx_ctrl_fd : &ep->rx_data_fd[h->index];
-	if (*slot >= 0) {
-		opal_output(0, "btl:devtcp: peer %u.%u opened a second %s connection: closed",
-			    name.jobid, name.vpid, h->kind == DEVTCP_LINK_CTRL ? "control" : "data");
+	if (*used) {
+		snprintf(why, sizeof(why), "a second %s connection %u of %u.%u",
+			 h->kind == DEVTCP_LINK_CTRL ? "control" : "data", h->index, name.jobid,
+			 name.vpid);
+		refuse(m, p, why);
 		return -1;
 	}
 	if (p->rx && devtcp_devmem_link(m, p->fd) != OPAL_SUCCESS)
 		return -1;
+	*used = true;
 	*slot = p->fd;
+	p->fd = -1;
 	if (h->kind == DEVTCP_LINK_DATA) {
 		ep->rx_devmem[h->index] = p->rx;
 		p->rx = NULL;
@@ -916,7 +1082,7 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 	return 0;
 }
 
-static void pending_progress(struct devtcp_module *m)
+static void pending_progress(struct devtcp_module *m, uint64_t now)
 {
 	struct devtcp_pending **pp = &m->pending;
 
@@ -925,18 +1091,44 @@ static void pending_progress(struct devtcp_module *m)
 		int rc = p->rx ? devtcp_devmem_read(m, p->rx, &p->hello, sizeof(p->hello), &p->got)
 			       : read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
 
-		if (rc == 0) {
+		if (rc == 0 && now < p->deadline) {
 			pp = &p->next;
 			continue;
 		}
 		*pp = p->next;
-		if (rc < 0 || hello_done(m, p) < 0) {
-			if (p->rx)
-				devmem_rx_close(p->rx);
-			close(p->fd);
+		if (rc == 0) {
+			m->hello_timeouts++;
+			refuse(m, p, "no hello within btl_devtcp_connect_timeout");
+		} else if (rc < 0) {
+			refuse(m, p, errno ? strerror(errno) : "closed before its hello");
+		} else {
+			hello_done(m, p);
 		}
-		free(p);
+		pending_free(m, p);
 	}
+}
+
+/* Once a second: connections past their hello deadline are closed, and a
+ * peer whose message waits for a data link that does not come is failed
+ * (twice the deadline: the link may wait in the backlog behind others). */
+static void check_deadlines(struct devtcp_module *m, uint64_t now)
+{
+	uint64_t wait = 2000ull * mca_btl_devtcp_component.connect_timeout;
+	struct mca_btl_base_endpoint_t *ep;
+
+	if (now < m->next_check)
+		return;
+	m->next_check = now + 1000;
+	pending_progress(m, now);
+	for (ep = first_endpoint(m); ep; ep = ep->next)
+		if (ep->rx_link_wait && now - ep->rx_link_wait > wait && !ep->failed) {
+			char what[128];
+
+			snprintf(what, sizeof(what), "its message's data link %u did not connect "
+				 "within %d s (btl_devtcp_connect_timeout)", ep->rx_frame.link,
+				 2 * mca_btl_devtcp_component.connect_timeout);
+			fail_peer(m, ep, what, 0);
+		}
 }
 
 /* One poll over every socket that can have something for us: the
@@ -966,8 +1158,11 @@ static size_t poll_set(struct devtcp_module *m)
 		m->pep = pep;
 		m->pfd_cap = want * 2;
 	}
-	m->pfd[0] = (struct pollfd){ .fd = m->ctrl_listen, .events = POLLIN };
-	m->pfd[1] = (struct pollfd){ .fd = m->data_listen, .events = POLLIN };
+	/* full: new connections wait in the backlog */
+	m->pfd[0] = (struct pollfd){ .fd = m->npending < DEVTCP_MAX_PENDING ? m->ctrl_listen : -1,
+				     .events = POLLIN };
+	m->pfd[1] = (struct pollfd){ .fd = m->npending < DEVTCP_MAX_PENDING ? m->data_listen : -1,
+				     .events = POLLIN };
 	m->pfd[2] = (struct pollfd){ .fd = devtcp_devmem_fd(m), .events = POLLIN };
 	m->pep[0] = m->pep[1] = m->pep[2] = NULL;
 	for (p = m->pending; p; p = p->next) {
@@ -993,6 +1188,7 @@ static int recv_all(struct devtcp_module *m)
 	size_t n, i;
 	int events = 0;
 
+	check_deadlines(m, now_ms());
 	n = poll_set(m);
 	if (!n)
 		return 0;
@@ -1012,7 +1208,7 @@ static int recv_all(struct devtcp_module *m)
 	if (m->pfd[1].revents)
 		accept_all(m, m->data_listen);
 	if (hello)
-		pending_progress(m);
+		pending_progress(m, now_ms());
 	/* Endpoints are freed only at finalize, so m->pep stays valid. */
 	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && m->pep[i])

@@ -5,6 +5,7 @@
  */
 #include "btl_devtcp.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,6 +68,17 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 		close(p->fd);
 		free(p);
 	}
+	while (m->regs) {	/* the PML's leftovers */
+		struct devtcp_reg *r = m->regs;
+
+		m->regs = r->next;
+		free(r);
+	}
+	if (m->refused)
+		opal_output(0, "btl:devtcp: %s: refused %llu connection(s) that did not authenticate "
+			    "as a process of this job (%llu without a hello within "
+			    "btl_devtcp_connect_timeout)", m->ifname, (unsigned long long)m->refused,
+			    (unsigned long long)m->hello_timeouts);
 	devtcp_verbose(5, "%s: %llu messages (%llu bytes) sent, %llu (%llu bytes) received",
 		       m->ifname, (unsigned long long)m->tx_msgs, (unsigned long long)m->tx_bytes,
 		       (unsigned long long)m->rx_msgs, (unsigned long long)m->rx_bytes);
@@ -92,6 +104,7 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	free(m->pep);
 	pthread_mutex_destroy(&m->ep_lock);
 	pthread_mutex_destroy(&m->rx_lock);
+	pthread_mutex_destroy(&m->reg_lock);
 	for (int i = 0; i < c->num_modules; i++)
 		if (c->modules[i] == m) {
 			c->modules[i] = c->modules[--c->num_modules];
@@ -225,9 +238,8 @@ static int devtcp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t
 	int rc;
 
 	(void)local_handle;
-	(void)remote_handle;
 	(void)flags;
-	if (size > btl->btl_put_limit)
+	if (size > btl->btl_put_limit || !remote_handle)
 		return OPAL_ERR_BAD_PARAM;
 	f = frag_new(ep, 0, (uint8_t)order,
 		     MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
@@ -235,7 +247,7 @@ static int devtcp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	f->base.des_cbfunc = put_sent;
 	f->segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = local, .seg_len = size };
-	f->put_to = remote;
+	f->put = (struct devtcp_put){ .handle = remote_handle->id, .to = remote };
 	f->put_done = cbfunc;
 	f->put_context = cbcontext;
 	f->put_cbdata = cbdata;
@@ -246,6 +258,64 @@ static int devtcp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t
 		return rc;
 	}
 	return OPAL_SUCCESS;
+}
+
+/* A region a peer may put into (the PML's receive buffer), or one of ours
+ * that a put reads (no remote access): the handle names it in put frames. */
+static mca_btl_base_registration_handle_t *devtcp_register_mem(mca_btl_base_module_t *btl,
+							       struct mca_btl_base_endpoint_t *ep,
+							       void *base, size_t size,
+							       uint32_t flags)
+{
+	struct devtcp_module *m = (struct devtcp_module *)btl;
+	struct devtcp_reg *r = malloc(sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->ep = ep;
+	r->region = (struct devtcp_region){
+		.base = (uintptr_t)base, .len = size,
+		.remote_write = flags & MCA_BTL_REG_FLAG_REMOTE_WRITE,
+	};
+	pthread_mutex_lock(&m->reg_lock);
+	r->handle.id = ++m->reg_ids;	/* never reused: a stale handle names nothing */
+	r->next = m->regs;
+	m->regs = r;
+	pthread_mutex_unlock(&m->reg_lock);
+	return &r->handle;
+}
+
+static int devtcp_deregister_mem(mca_btl_base_module_t *btl,
+				 mca_btl_base_registration_handle_t *handle)
+{
+	struct devtcp_module *m = (struct devtcp_module *)btl;
+	struct devtcp_reg *r = (struct devtcp_reg *)((char *)handle -
+						     offsetof(struct devtcp_reg, handle));
+	struct devtcp_reg **p;
+
+	pthread_mutex_lock(&m->reg_lock);
+	for (p = &m->regs; *p && *p != r; p = &(*p)->next)
+		;
+	if (*p)
+		*p = r->next;
+	pthread_mutex_unlock(&m->reg_lock);
+	free(r);
+	return OPAL_SUCCESS;
+}
+
+/* The region registered as @handle for puts from @ep, into *r. */
+bool devtcp_region_find(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			uint64_t handle, struct devtcp_region *r)
+{
+	struct devtcp_reg *reg;
+
+	pthread_mutex_lock(&m->reg_lock);
+	for (reg = m->regs; reg && reg->handle.id != handle; reg = reg->next)
+		;
+	if (reg && (!reg->ep || reg->ep == ep))
+		*r = reg->region;
+	pthread_mutex_unlock(&m->reg_lock);
+	return reg && (!reg->ep || reg->ep == ep);
 }
 
 static void devtcp_dump(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -270,6 +340,9 @@ struct devtcp_module devtcp_module_template = {
 		.btl_prepare_src = devtcp_prepare_src,
 		.btl_send = devtcp_send,
 		.btl_put = devtcp_put,
+		.btl_register_mem = devtcp_register_mem,
+		.btl_deregister_mem = devtcp_deregister_mem,
+		.btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
 		.btl_dump = devtcp_dump,
 		.btl_register_error = devtcp_register_error,
 	},
