@@ -1,0 +1,69 @@
+#!/bin/bash
+# btl/devtcp against a stranger, under the real mpirun on this host
+# (loopback): while a 2-rank job waits inside MPI, hostile_peer.py talks to
+# rank 0's ports: hellos claiming rank 1 (old format, forged MAC, a rank
+# not in the job) followed by a frame of an unregistered tag, a message
+# shorter than any header and a put to a raw address, and 70 idle
+# connections. Rank 0 must close each (the idle ones by
+# btl_devtcp_connect_timeout, 2 s here), keep TCP keepalive on what it
+# accepts, say why at verbosity 1 and count the refusals at finalize; then
+# the job completes with every byte right. About 20 s.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
+command -v ss > /dev/null || { echo "FAIL: ss is not installed (iproute2)"; exit 1; }
+make -s -C ompi > /dev/null || { echo "FAIL: ompi/ does not build"; exit 1; }
+make -s -C selftests/ompi > /dev/null || { echo "FAIL: selftests/ompi does not build"; exit 1; }
+pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+export OMPI_MCA_mca_base_component_path=${DEVTCP_OMPI_DIR:-$PWD/ompi}:$pkglib
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+tmp=$(mktemp -d)
+mpirun_pid=
+cleanup() { [ -n "$mpirun_pid" ] && kill "$mpirun_pid" 2> /dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+timeout 120 mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
+	--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 5 \
+	--mca btl_devtcp_connect_timeout 2 selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
+mpirun_pid=$!
+# rank 0's ports and jobid
+for _ in $(seq 300); do
+	grep -q "^\[1,0\]<stdout>:ready:" "$tmp/out" && break
+	kill -0 $mpirun_pid 2> /dev/null || break
+	sleep 0.1
+done
+ports=$(sed -n 's/^\[1,0\]<stderr>:.*btl:devtcp: lo 127.0.0.1\/[0-9]*: control port \([0-9]*\), data port \([0-9]*\),.*/\1 \2/p' "$tmp/out")
+jobid=$(sed -n 's/^\[1,0\]<stdout>:ready: pid [0-9]* jobid \([0-9]*\)$/\1/p' "$tmp/out")
+if [ -z "$ports" ] || [ -z "$jobid" ]; then
+	echo "FAIL: rank 0 did not say its ports and jobid:"; sed 's/^/  /' "$tmp/out" | tail -20
+	exit 1
+fi
+python3 ompi/tests/hostile_peer.py 127.0.0.1 $ports "$jobid" 2 || bad "the hostile peer's findings above"
+touch "$tmp/go"
+wait $mpirun_pid
+rc=$?
+mpirun_pid=
+out=$(cat "$tmp/out")
+if [ $rc = 0 ] && grep -q "^\[1,0\]<stdout>:ok: 12 checks, 0 failures" <<< "$out"; then
+	ok "the job completed after the attacks: $(sed -n 's/^\[1,0\]<stdout>://p' <<< "$out" | grep '^ok')"
+else
+	bad "the job (exit $rc):"; sed 's/^/  /' <<< "$out" | grep -v "btl:devtcp: lo: refused a connection" | tail -20
+fi
+grep -qiE "segmentation|signal [0-9]|core dumped|AddressSanitizer" <<< "$out" && bad "a rank crashed"
+for why in "another btl/devtcp wire version" "authentication failed (wrong job secret)" \
+	"no hello within btl_devtcp_connect_timeout"; do
+	n=$(grep -c "^\[1,0\]<stderr>:.*btl:devtcp: lo: refused a connection from 127.0.0.1 port [0-9]*: $why" <<< "$out")
+	[ "$n" -gt 0 ] && ok "rank 0 said why $n time(s): $why" || bad "rank 0 never said: $why"
+done
+refused=$(sed -n 's/^\[1,0\]<stderr>:.*btl:devtcp: lo: refused \([0-9]*\) connection(s) that did not authenticate.*/\1/p' <<< "$out")
+# 7 attacks (2 to the data port) and 70 idle connections
+if [ "${refused:-0}" -ge 77 ]; then
+	ok "rank 0 counted $refused refused connections at finalize"
+else
+	bad "rank 0 counted '${refused}' refused connections at finalize, not at least 77"
+fi
+[ $fails = 0 ]
