@@ -7,7 +7,12 @@
 # connections. Rank 0 must close each (the idle ones by
 # btl_devtcp_connect_timeout, 2 s here), keep TCP keepalive on what it
 # accepts, say why at verbosity 1 and count the refusals at finalize; then
-# the job completes with every byte right. About 20 s.
+# the job completes with every byte right. Then rank 1 itself goes bad
+# (rogue_rank.c, preloaded): authenticated, it sends a message of tag
+# 0xee, one with no control part, a put to a raw address, messages on data
+# links whose hellos it never sent, and connects from an address it did
+# not publish; rank 0 must refuse each with its reason, without a crash
+# or a wait beyond btl_devtcp_connect_timeout. About 30 s.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -66,4 +71,35 @@ if [ "${refused:-0}" -ge 77 ]; then
 else
 	bad "rank 0 counted '${refused}' refused connections at finalize, not at least 77"
 fi
+
+gcc -std=gnu11 -Wall -Wextra -Werror -shared -fPIC -o "$tmp/rogue.so" ompi/tests/rogue_rank.c -ldl ||
+	{ echo "FAIL: rogue_rank.c does not build"; exit 1; }
+touch "$tmp/go"
+# rogue MODE MESSAGE: rank 0 says MESSAGE about rank 1 and nothing crashes.
+# A rank whose connections are refused before they join (srcaddr) is not
+# told so: that job then waits, and is ended by the timeout.
+rogue() {
+	local mode=$1 msg=$2 out rc limit=20
+	[ "$mode" = srcaddr ] && limit=8
+	out=$(timeout $limit mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
+		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 1 \
+		--mca btl_devtcp_connect_timeout 2 -x LD_PRELOAD="$tmp/rogue.so" -x ROGUE_MODE="$mode" \
+		selftests/ompi/mpi_hostile "$tmp/go" 2>&1)
+	rc=$?
+	if grep -qiE "segmentation|signal [0-9]|core dumped" <<< "$out"; then
+		bad "rogue rank 1 ($mode): a rank crashed:"; sed 's/^/  /' <<< "$out" | tail -10
+	elif [ $rc = 124 ] && [ "$mode" != srcaddr ]; then
+		bad "rogue rank 1 ($mode): the job hung:"; sed 's/^/  /' <<< "$out" | tail -10
+	elif grep -q "^\[1,0\]<stderr>:.*btl:devtcp: .*$msg" <<< "$out"; then
+		ok "rogue rank 1 ($mode): rank 0: $(grep -o "btl:devtcp: .*$msg.*" <<< "$out" | head -1)"
+	else
+		bad "rogue rank 1 ($mode): rank 0 did not say '$msg' (exit $rc):"
+		sed 's/^/  /' <<< "$out" | tail -10
+	fi
+}
+rogue tag "peer [0-9]*\.1 (.*): refused a message: message tag nobody receives (tag 0xee"
+rogue short "peer [0-9]*\.1 (.*): refused a message: control length out of range"
+rogue put "peer [0-9]*\.1 (.*): refused a message: put beyond its registered region"
+rogue nolink "peer [0-9]*\.1 (.*): its message's data link 0 did not connect within 4 s"
+rogue srcaddr "refused a connection from 127.0.0.2 port [0-9]*: claims to be [0-9]*\.1, whose published addresses it does not come from"
 [ $fails = 0 ]
