@@ -155,6 +155,7 @@ struct devtcp_pending {
 	struct devtcp_pending *next;
 	int fd;
 	struct devmem_rx *rx;	/* a devmem data link's */
+	bool data;		/* accepted on the data port */
 	uint64_t deadline;	/* ms, monotonic: the hello is due */
 	struct devtcp_tuple tuple;	/* the connection, as its opener sees it */
 	size_t got;

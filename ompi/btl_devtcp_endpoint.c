@@ -1004,6 +1004,7 @@ static void accept_all(struct devtcp_module *m, int lfd)
 		}
 		m->npending++;
 		p->fd = fd;
+		p->data = lfd == m->data_listen;
 		p->deadline = now_ms() + 1000ull * mca_btl_devtcp_component.connect_timeout;
 		devtcp_tuple(&p->tuple, &peer, &local);
 		if (lfd == m->data_listen && devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS) {
@@ -1038,6 +1039,11 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 	v = devtcp_hello_check(h, c->data_links, me.jobid, me.vpid, c->secret, &p->tuple);
 	if (v != DEVTCP_OK) {
 		refuse(m, p, devtcp_verdict_str(v));
+		return -1;
+	}
+	if ((h->kind == DEVTCP_LINK_DATA) != p->data) {
+		refuse(m, p, p->data ? "a control hello on the data port"
+				     : "a data link's hello on the control port");
 		return -1;
 	}
 	name.jobid = ntohl(h->jobid);

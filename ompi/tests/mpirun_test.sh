@@ -9,9 +9,9 @@
 # ASan and UBSan too (a sanitizer build of the component, the runtimes
 # preloaded into each rank; Open MPI's own leaks keep the leak check off); a
 # bad or twice-named btl_devtcp_if_include, family, data_links, put_limit,
-# devmem_page_size or devmem_mem (also cuda with devmem_inplace, or where
-# libcuda cannot be loaded) ends MPI_Init with a message naming the
-# parameter.
+# devmem_page_size, devmem_mem (also cuda with devmem_inplace, or where
+# libcuda cannot be loaded) or connect_timeout ends MPI_Init with a message
+# naming the parameter.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -33,7 +33,8 @@ else
 	bad "ompi_info does not list btl/devtcp:"; sed 's/^/  /' <<< "$info" | head
 fi
 for p in if_include data_links data_min ctrl_port data_port verbose devmem devmem_size \
-	devmem_queue devmem_inplace devmem_page_size devmem_mem devmem_cuda_device rdpm_socket; do
+	devmem_queue devmem_inplace devmem_page_size devmem_mem devmem_cuda_device rdpm_socket \
+	connect_timeout peer_timeout; do
 	grep -A1 "\"btl_devtcp_$p\"" <<< "$info" | tail -1 | grep -q '[a-z]' ||
 		bad "btl_devtcp_$p has no help text"
 done
@@ -156,6 +157,8 @@ refused "btl_devtcp_if_include 10.0.0.0/33" \
 	"btl_devtcp_if_include: '10.0.0.0/33' is neither an interface name nor a subnet" \
 	--mca btl_devtcp_if_include 10.0.0.0/33
 refused "btl_devtcp_family 5" "btl_devtcp_family is 5: want 0" --mca btl_devtcp_family 5
+refused "btl_devtcp_connect_timeout 0" "btl_devtcp_connect_timeout is 0 and btl_devtcp_peer_timeout" \
+	--mca btl_devtcp_connect_timeout 0
 refused "btl_devtcp_data_links 9" "btl_devtcp_data_links is 9; it must be 1-8" \
 	--mca btl_devtcp_data_links 9
 refused "btl_devtcp_put_limit 2 GiB" \
