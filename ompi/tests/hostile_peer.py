@@ -12,7 +12,7 @@ claiming a rank that is not in the job; and 70 connections that say
 nothing (more than the 64 a rank keeps pending). Every one of them must
 be closed by the rank within 2 * TIMEOUT + 5 seconds (the idle ones wait
 in the backlog for a pending slot); the rank's side of the accepted ones
-must have TCP keepalive on. Prints one line per finding; exits 1 on any.
+must have TCP keepalive on, and at most 64 of them may be accepted at once. Prints one line per finding; exits 1 on any.
 """
 import os
 import select
@@ -90,8 +90,11 @@ time.sleep(1)
 ss = subprocess.run(["ss", "-tnoH", "state", "established", f"( sport = :{ctrl_port} )"],
                     capture_output=True, text=True).stdout
 keepalive = sum("keepalive" in line for line in ss.splitlines())
-if keepalive:
-    print(f"ok: {keepalive} accepted connections have TCP keepalive on", flush=True)
+if keepalive > 64:
+    fail(f"{keepalive} connections accepted at once without a hello: more than 64")
+elif keepalive:
+    print(f"ok: {keepalive} accepted connections have TCP keepalive on (at most 64 "
+          "wait for their hello, the rest in the backlog)", flush=True)
 else:
     fail("no accepted connection has TCP keepalive on:\n" + ss[:500])
 
