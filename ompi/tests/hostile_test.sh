@@ -12,7 +12,8 @@
 # 0xee, one with no control part, a put to a raw address, messages on data
 # links whose hellos it never sent, and connects from an address it did
 # not publish; rank 0 must refuse each with its reason, without a crash
-# or a wait beyond btl_devtcp_connect_timeout. About 30 s.
+# or a wait beyond btl_devtcp_connect_timeout. Last, the network dies
+# under a job: it must end within btl_devtcp_peer_timeout. About 40 s.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -102,4 +103,46 @@ rogue short "peer [0-9]*\.1 (.*): refused a message: control length out of range
 rogue put "peer [0-9]*\.1 (.*): refused a message: put beyond its registered region"
 rogue nolink "peer [0-9]*\.1 (.*): its message's data link 0 did not connect within 4 s"
 rogue srcaddr "refused a connection from 127.0.0.2 port [0-9]*: claims to be [0-9]*\.1, whose published addresses it does not come from"
+
+# The network dies under a running job (lo goes down in a network
+# namespace of the job's own): with btl_devtcp_peer_timeout 3, rank 0's
+# idle connection from rank 1 times out (keepalive, TCP_USER_TIMEOUT) and
+# rank 0 fails the peer with the reason instead of waiting for ever. (The
+# job cannot end by itself here: the runtime's own connections to mpirun
+# go over the same dead lo.)
+if unshare -n true 2> /dev/null; then
+	export tmp
+	out=$(timeout 60 unshare -n bash -c '
+		ip link set lo up
+		timeout 50 mpirun "$@" > "$tmp/stall" 2>&1 &
+		pid=$!
+		for _ in $(seq 200); do
+			grep -q "^\[1,1\]<stdout>:stalled" "$tmp/stall" && break
+			sleep 0.1
+		done
+		ip link set lo down
+		start=$SECONDS
+		while [ $((SECONDS - start)) -lt 20 ] &&
+		      ! grep -q "btl:devtcp: peer .*: receive failed" "$tmp/stall"; do
+			sleep 0.2
+		done
+		echo "after $((SECONDS - start)) s"
+		kill $pid
+		# ranks the runtime can no longer reach
+		kill -9 $(sed -n "s/^\[1,0\]<stdout>:ready: pid \([0-9]*\).*/\1/p; s/^\[1,1\]<stdout>:stalled: pid \([0-9]*\)/\1/p" "$tmp/stall") 2> /dev/null
+		wait $pid
+		cat "$tmp/stall"' sh "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
+		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_peer_timeout 3 \
+		selftests/ompi/mpi_hostile "$tmp/go" stall 2>&1)
+	secs=$(sed -n '1s/^after \([0-9]*\) s$/\1/p' <<< "$out")
+	if grep -q "^\[1,0\]<stderr>:.*btl:devtcp: peer [0-9]*\.1 .*: receive failed: Connection timed out" <<< "$out" &&
+	   [ "${secs:-99}" -le 10 ]; then
+		ok "the network died under the job: rank 0 failed its peer after ${secs} s: $(grep -o 'receive failed: .*' <<< "$out" | head -1)"
+	else
+		bad "the network died under the job: rank 0 did not fail its peer within 10 s:"
+		sed 's/^/  /' <<< "$out" | grep -v udmabuf | tail -10
+	fi
+else
+	echo "SKIP: the dead-network run: no network namespaces here (unshare -n)"
+fi
 [ $fails = 0 ]

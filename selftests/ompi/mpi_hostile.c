@@ -7,7 +7,12 @@
  * every protocol (eager, pipeline, put) both ways, every byte compared.
  * Prints "ok: N checks" on rank 0; exits non-zero on any failure.
  *
- *   mpirun -np 2 mpi_hostile GO
+ * With "stall", the network is then meant to die under the job instead:
+ * once connections are up both ways, rank 1 says "stalled" and sleeps
+ * 60 s outside MPI while rank 0 waits inside MPI for a message that never
+ * comes, until its BTL finds the peer gone.
+ *
+ *   mpirun -np 2 mpi_hostile GO [stall]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -31,8 +36,8 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (size != 2 || argc != 2) {
-		fprintf(stderr, "usage: mpirun -np 2 mpi_hostile GO\n");
+	if (size != 2 || argc < 2 || (argc == 3 && strcmp(argv[2], "stall")) || argc > 3) {
+		fprintf(stderr, "usage: mpirun -np 2 mpi_hostile GO [stall]\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	buf = malloc(4 << 20);
@@ -52,6 +57,20 @@ int main(int argc, char **argv)
 		while (access(argv[1], F_OK) && time(NULL) - start < 60)
 			usleep(10000);
 		MPI_Send(&one, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+	}
+	if (argc == 3) {
+		if (rank == 0) {
+			MPI_Send(&one, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+			MPI_Recv(&one, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			printf("FAIL: rank 1 answered a message it never sent\n");
+		} else {
+			MPI_Recv(&one, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			printf("stalled: pid %d\n", (int)getpid());
+			fflush(stdout);
+			sleep(60);
+		}
+		MPI_Finalize();
+		return 1;
 	}
 	for (int round = 0; round < 2; round++)
 		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
