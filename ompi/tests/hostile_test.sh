@@ -14,6 +14,7 @@
 # not publish; rank 0 must refuse each with its reason, without a crash
 # or a wait beyond btl_devtcp_connect_timeout. Last, the network dies
 # under a job: it must end within btl_devtcp_peer_timeout. About 40 s.
+# DEVTCP_SAN=1 runs it all with the component under ASan and UBSan.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 command -v mpirun > /dev/null || { echo "FAIL: mpirun is not installed (openmpi-bin, see selftests/vm/provision)"; exit 1; }
@@ -21,7 +22,19 @@ command -v ss > /dev/null || { echo "FAIL: ss is not installed (iproute2)"; exit
 make -s -C ompi > /dev/null || { echo "FAIL: ompi/ does not build"; exit 1; }
 make -s -C selftests/ompi > /dev/null || { echo "FAIL: selftests/ompi does not build"; exit 1; }
 pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-export OMPI_MCA_mca_base_component_path=${DEVTCP_OMPI_DIR:-$PWD/ompi}:$pkglib
+dir=${DEVTCP_OMPI_DIR:-$PWD/ompi}
+# DEVTCP_SAN=1: the component built with ASan and UBSan, their runtimes
+# preloaded into the ranks
+preload=
+san=()
+if [ "${DEVTCP_SAN:-0}" = 1 ]; then
+	dir=$PWD/build/ompi-san
+	make -s -C ompi O="$dir" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" > /dev/null ||
+		{ echo "FAIL: the sanitizer build of ompi/ fails"; exit 1; }
+	preload=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)
+	san=(-x ASAN_OPTIONS=detect_leaks=0 -x UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+fi
+export OMPI_MCA_mca_base_component_path=$dir:$pkglib
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 tmp=$(mktemp -d)
@@ -34,7 +47,8 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 timeout 120 mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
 	--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 5 \
-	--mca btl_devtcp_connect_timeout 2 selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
+	--mca btl_devtcp_connect_timeout 2 ${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" \
+	selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
 mpirun_pid=$!
 # rank 0's ports and jobid
 for _ in $(seq 300); do
@@ -59,7 +73,7 @@ if [ $rc = 0 ] && grep -q "^\[1,0\]<stdout>:ok: 12 checks, 0 failures" <<< "$out
 else
 	bad "the job (exit $rc):"; sed 's/^/  /' <<< "$out" | grep -v "btl:devtcp: lo: refused a connection" | tail -20
 fi
-grep -qiE "segmentation|signal [0-9]|core dumped|AddressSanitizer" <<< "$out" && bad "a rank crashed"
+grep -qiE "segmentation|signal [0-9]|core dumped|Sanitizer|runtime error" <<< "$out" && bad "a rank crashed"
 for why in "another btl/devtcp wire version" "authentication failed (wrong job secret)" \
 	"no hello within btl_devtcp_connect_timeout"; do
 	n=$(grep -c "^\[1,0\]<stderr>:.*btl:devtcp: lo: refused a connection from 127.0.0.1 port [0-9]*: $why" <<< "$out")
@@ -84,10 +98,11 @@ rogue() {
 	[ "$mode" = srcaddr ] && limit=8
 	out=$(timeout $limit mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
 		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 1 \
-		--mca btl_devtcp_connect_timeout 2 -x LD_PRELOAD="$tmp/rogue.so" -x ROGUE_MODE="$mode" \
+		--mca btl_devtcp_connect_timeout 2 -x LD_PRELOAD="${preload:+$preload:}$tmp/rogue.so" \
+		"${san[@]}" -x ROGUE_MODE="$mode" \
 		selftests/ompi/mpi_hostile "$tmp/go" 2>&1)
 	rc=$?
-	if grep -qiE "segmentation|signal [0-9]|core dumped" <<< "$out"; then
+	if grep -qiE "segmentation|signal [0-9]|core dumped|Sanitizer|runtime error" <<< "$out"; then
 		bad "rogue rank 1 ($mode): a rank crashed:"; sed 's/^/  /' <<< "$out" | tail -10
 	elif [ $rc = 124 ] && [ "$mode" != srcaddr ]; then
 		bad "rogue rank 1 ($mode): the job hung:"; sed 's/^/  /' <<< "$out" | tail -10
@@ -133,7 +148,7 @@ if unshare -n true 2> /dev/null; then
 		wait $pid
 		cat "$tmp/stall"' sh "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
 		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_peer_timeout 3 \
-		selftests/ompi/mpi_hostile "$tmp/go" stall 2>&1)
+		${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" selftests/ompi/mpi_hostile "$tmp/go" stall 2>&1)
 	secs=$(sed -n '1s/^after \([0-9]*\) s$/\1/p' <<< "$out")
 	if grep -q "^\[1,0\]<stderr>:.*btl:devtcp: peer [0-9]*\.1 .*: receive failed: Connection timed out" <<< "$out" &&
 	   [ "${secs:-99}" -le 10 ]; then
