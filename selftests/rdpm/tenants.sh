@@ -42,7 +42,8 @@ check "... none of it elsewhere" grep -q "(0 linear), 0 mismatched, 0 in another
 check "... and its rule is gone with it" within_1s no_rules
 
 # An administrator's bare tuple (root: uid 0) on port 5003, any address.
-b $CLIENT own dtb 5003 raw > /tmp/admin.out 2>&1 &
+# (ip netns exec directly: $! is then the client, not a subshell)
+ip netns exec ns2 $CLIENT own dtb 5003 raw > /tmp/admin.out 2>&1 &
 padm=$!
 wait_for /tmp/admin.out steered
 cat /tmp/admin.out
