@@ -15,7 +15,9 @@
  *                                            (not ours)
  *   rdpm_client capture IFACE PORT           as another user than PORT's, try to steer
  *                                            PORT: every way must be refused (run as
- *                                            root with RDPM_UID: drops to that uid)
+ *                                            root with RDPM_UID: drops to that uid);
+ *                                            says "capture done: N failed", waits for
+ *                                            a signal
  *   rdpm_client own IFACE PORT [mapped|raw]  listen on PORT (mapped: ::ffff:10.99.0.2;
  *                                            raw: steer the tuple without a socket) and
  *                                            steer it; hold it until a signal; exit 4
@@ -448,9 +450,10 @@ static int do_capture(const char *ifname, unsigned int port)
 		if (rdpm_unsteer(c, fid))
 			die("unsteer");
 	}
-	rdpm_close(c);
-	devmem_mem_free(mem);
-	return !!fails;
+	/* Connected still, so that a rule it got would show in ethtool -n. */
+	printf("capture done: %d failed\n", fails);
+	pause();
+	return 1;
 }
 
 /* @how: NULL (tcp4 on any address), "mapped" (an IPv6 socket on

@@ -24,15 +24,21 @@ cat /tmp/a.err
 check "tenant A's port is steered: one rule" test "$(rules)" = 1
 before=$(b ethtool -n dtb)
 
-out=$(RDPM_UID=1002 b $CLIENT capture dtb 5001 2>&1)
-check "tenant B's every attempt at A's port is refused, its own port is not" test $? = 0
+# B stays connected while the rules are counted: a rule it got would show.
+RDPM_UID=1002 ip netns exec ns2 $CLIENT capture dtb 5001 > /tmp/b.out 2>&1 &
+pb=$!
+wait_for /tmp/b.out "capture done"
+out=$(cat /tmp/b.out)
 echo "$out"
+check "tenant B's every attempt at A's port is refused, its own port is not" \
+	grep -q "capture done: 0 failed" <<< "$out"
 check "... a bare tuple: only administrators" \
 	test "$(grep -c 'ok: the victim.s port .* refused: rdpmd: STEER without a socket' <<< "$out")" = 2
 check "... a socket root made" grep -q "ok: a socket another user (root) made refused: .*made by another user" <<< "$out"
 check "... A's port named with B's socket" grep -q "ok: .* refused: .*local (destination) port is not the socket's" <<< "$out"
 check "... no rule appeared: ethtool -n is as before" test "$(b ethtool -n dtb)" = "$before"
 b ethtool -n dtb
+kill $pb; wait $pb 2> /dev/null
 
 a /devtcp/selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 -n $bytes -s 41 > /dev/null
 wait $pa; ra=$?
