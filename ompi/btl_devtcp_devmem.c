@@ -261,7 +261,8 @@ int devtcp_devmem_open(struct devtcp_module *m)
 		if (!ret && (size_t)c->devmem_page_size > d->page_size)
 			d->page_size = (size_t)c->devmem_page_size;
 		if (!ret)
-			ret = rdpm_steer(d->rdpm, rb->handle, &flow, &d->queue, &d->flow_id);
+			ret = rdpm_steer_socket(d->rdpm, rb->handle, m->data_listen, &flow,
+						&d->queue, &d->flow_id);
 		if (ret)
 			goto fail_msg;
 		d->handle = rb->handle;

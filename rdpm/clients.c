@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "owner.h"
 #include "proto.h"
 #include "rdpmd.h"
 
@@ -687,47 +688,102 @@ static struct binding *own_binding(struct client *c, uint32_t handle)
 	return NULL;
 }
 
-static void do_steer(struct client *c, const struct rdpm_msg *m)
+/*
+ * The flow a STEER asks for, in @out: read from the socket @fd the client
+ * passed (its own: owner.c), or as given by an administrator without one.
+ * 0, or the error reply's -errno.
+ */
+static int steer_flow(struct client *c, const struct rdpm_msg *m, int fd,
+		      struct devmem_flow *out)
+{
+	const struct rdpm_steer *s = &m->u.steer;
+	struct rdpm_sock sk;
+	const char *reason;
+	char why[160];
+	int err;
+
+	if (fd < 0) {
+		if (!is_admin(c))
+			return reply_err(c, &m->hdr, -EPERM, "STEER without a socket: only "
+					 "administrators (uid 0, admin_users) steer a tuple as "
+					 "given; pass the TCP socket that owns the flow");
+		*out = (struct devmem_flow){ .family = s->family, .sport = s->sport,
+					     .dport = s->dport };
+		memcpy(out->src, s->src, 16);
+		memcpy(out->dst, s->dst, 16);
+		return 0;
+	}
+	err = rdpm_sock_read(fd, c->uid, &sk, why, sizeof(why));
+	if (err)
+		return reply_err(c, &m->hdr, err, "STEER: %s", why);
+	err = rdpm_sock_flow(&sk, s, out, &reason);
+	if (err)
+		return reply_err(c, &m->hdr, err, "STEER: %s", reason);
+	return 0;
+}
+
+/*
+ * Whether @f may be steered for @c: not a rule already, and overlapping no
+ * rule of another uid, which would take (or lose) packets of that user's
+ * flows. Whose the other rule is, only an administrator is told.
+ */
+static int steer_conflict(struct client *c, const struct rdpm_msg *m, const struct rdpm_nic *n,
+			  const struct devmem_flow *f)
+{
+	for (struct flow *o = flows; o; o = o->next) {
+		if (o->b->n != n)
+			continue;
+		if (o->c->uid == c->uid && !memcmp(&o->f, f, sizeof(*f)))
+			return reply_err(c, &m->hdr, -EADDRINUSE, "this flow is already steered%s "
+					 "(flow %u)", o->c == c ? "" : " by another client of "
+					 "this uid", o->id);
+		if (o->c->uid != c->uid && rdpm_flows_overlap(&o->f, f)) {
+			if (is_admin(c))
+				return reply_err(c, &m->hdr, -EADDRINUSE, "this flow overlaps flow "
+						 "%u of uid %u (pid %d) on %s", o->id,
+						 o->c->uid, o->c->pid, n->conf.name);
+			return reply_err(c, &m->hdr, -EADDRINUSE, "this flow overlaps a flow "
+					 "another user steers on %s", n->conf.name);
+		}
+	}
+	return 0;
+}
+
+/* STEER: the socket attached (@fd; -1: none) proves the flow is the
+ * client's. rdpmd keeps no client fd: client_read closes it. */
+static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 {
 	const struct rdpm_steer *s = &m->u.steer;
 	struct binding *b = own_binding(c, s->handle);
 	struct rdpm_steer_reply r;
 	unsigned int count = 0, best;
+	struct devmem_flow want;
 	struct flow *f;
 	int err;
 
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
 					"client (REGISTER one first)", s->handle);
-	if (s->dport < 1024 && c->uid != 0 &&
+	if (steer_flow(c, m, fd, &want))
+		return;
+	if (want.dport < 1024 && c->uid != 0 &&
 	    !rdpm_idlist_has(&b->n->conf.low_port_users, c->uid))
 		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not steer port %u (below "
-					"1024: low_port_users of [nic %s])", c->uid, s->dport,
+					"1024: low_port_users of [nic %s])", c->uid, want.dport,
 					b->n->conf.name);
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
-	f->f.family = s->family;
-	memcpy(f->f.src, s->src, 16);
-	memcpy(f->f.dst, s->dst, 16);
-	f->f.sport = s->sport;
-	f->f.dport = s->dport;
-	for (struct flow *o = flows; o; o = o->next) {
-		if (o->b->n == b->n && !memcmp(&o->f, &f->f, sizeof(f->f))) {
-			free(f);
-			return (void)reply_err(c, &m->hdr, -EADDRINUSE, "this flow is already "
-						"steered%s (flow %u)", o->c == c ? "" :
-						" by another client", o->c == c ? o->id : 0);
-		}
+	if (steer_conflict(c, m, b->n, &want))
+		return;
+	for (struct flow *o = flows; o; o = o->next)
 		if (o->c->uid == c->uid && o->b->n == b->n)
 			count++;
-	}
-	if (count >= b->n->conf.max_rules) {
-		free(f);
+	if (count >= b->n->conf.max_rules)
 		return (void)reply_err(c, &m->hdr, -EDQUOT, "quota: %u flow rules on %s of uid "
 					"%u, the most max_rules allows (per uid)", count,
 					b->n->conf.name, c->uid);
-	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
+	f->f = want;
 	/* The least-loaded queue of the binding. */
 	best = b->q[0];
 	for (unsigned int i = 1; i < b->nq; i++)
@@ -1063,15 +1119,15 @@ static void do_reload(struct client *c, const struct rdpm_msg *m)
 	send_msg(c, RDPM_RELOAD | RDPM_REPLY, m->hdr.id, NULL, 0);
 }
 
-/* Whether a request of type @type takes a file descriptor. */
+/* Whether a request of type @type takes a file descriptor (STEER: may). */
 static bool takes_fd(uint16_t type)
 {
-	return type == RDPM_REGISTER || type == RDPM_WINDOW;
+	return type == RDPM_REGISTER || type == RDPM_WINDOW || type == RDPM_STEER;
 }
 
 /*
  * One packet from @c. File descriptors are taken only with the messages
- * that use one (REGISTER, WINDOW, after HELLO): the header is peeked at
+ * that use one (REGISTER, WINDOW, STEER, after HELLO): the header is peeked at
  * first, and any other message is received without room for them, so the
  * kernel closes them instead of installing them here. Whatever does
  * arrive is closed on every path once the request is done.
@@ -1149,14 +1205,14 @@ static void client_read(struct client *c)
 	} else if (!c->hello && m.hdr.type != RDPM_HELLO) {
 		reply_err(c, &m.hdr, -EPROTO, "out of order: HELLO must come first%s",
 			  seen ? " (the file descriptor attached was closed)" : "");
-	} else if (takes_fd(m.hdr.type) && nfds != 1) {
+	} else if (takes_fd(m.hdr.type) && m.hdr.type != RDPM_STEER && nfds != 1) {
 		/* Cannot happen (want_fd saw the same header); never a bad fd. */
 		reply_err(c, &m.hdr, -EINVAL, "no file descriptor received");
 	} else {
 		switch (m.hdr.type) {
 		case RDPM_HELLO: do_hello(c, &m); break;
 		case RDPM_REGISTER: do_register(c, &m, fds[0]); break;
-		case RDPM_STEER: do_steer(c, &m); break;
+		case RDPM_STEER: do_steer(c, &m, nfds ? fds[0] : -1); break;
 		case RDPM_UNSTEER: do_unsteer(c, &m); break;
 		case RDPM_UNREGISTER: do_unregister(c, &m); break;
 		case RDPM_STATUS: do_status(c, &m); break;

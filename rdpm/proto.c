@@ -85,7 +85,8 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 		FAIL(-EINVAL, "REGISTER without a dma-buf fd (SCM_RIGHTS)");
 	if (m->hdr.type == RDPM_WINDOW && nfds != 1)
 		FAIL(-EINVAL, "WINDOW without a TCP socket fd (SCM_RIGHTS)");
-	if (m->hdr.type != RDPM_REGISTER && m->hdr.type != RDPM_WINDOW && nfds)
+	if (m->hdr.type != RDPM_REGISTER && m->hdr.type != RDPM_WINDOW &&
+	    m->hdr.type != RDPM_STEER && nfds)
 		FAIL(-EINVAL, "a file descriptor attached to a message that takes none");
 	memcpy(&m->u, p + sizeof(m->hdr), blen);
 
@@ -111,13 +112,20 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 
 		if (!s->handle)
 			FAIL(-EINVAL, "STEER: buffer handle 0");
-		if (s->family != AF_INET && s->family != AF_INET6)
-			FAIL(-EAFNOSUPPORT, "STEER: family is neither AF_INET nor AF_INET6");
 		if (!zero(s->pad, sizeof(s->pad)))
 			FAIL(-EINVAL, "STEER: non-zero padding");
+		/* With a socket, family 0 asks for the socket's own tuple. */
+		if (nfds && !s->family) {
+			if (!zero(s->src, 16) || !zero(s->dst, 16) || s->sport || s->dport)
+				FAIL(-EINVAL, "STEER: family 0 (the socket's tuple) with "
+				     "addresses or ports");
+			break;
+		}
+		if (s->family != AF_INET && s->family != AF_INET6)
+			FAIL(-EAFNOSUPPORT, "STEER: family is neither AF_INET nor AF_INET6");
 		if (s->family == AF_INET && (!zero(s->src + 4, 12) || !zero(s->dst + 4, 12)))
 			FAIL(-EINVAL, "STEER: IPv4 address with bytes beyond the first 4");
-		if (!s->dport)
+		if (!nfds && !s->dport)
 			FAIL(-EINVAL, "STEER: local (destination) port 0");
 		break;
 	}

@@ -34,8 +34,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		if (m.hdr.type == RDPM_REGISTER &&
 		    (!rdpm_ifname_ok(m.u.reg.ifname, sizeof(m.u.reg.ifname)) || data[0] % 3 != 1))
 			abort();
+		/* STEER: family 0 (the socket's flow) only with a socket and
+		 * nothing else named; without one, a local port. */
 		if (m.hdr.type == RDPM_STEER && m.u.steer.family != AF_INET &&
-		    m.u.steer.family != AF_INET6)
+		    m.u.steer.family != AF_INET6 &&
+		    (m.u.steer.family || data[0] % 3 != 1 || m.u.steer.dport ||
+		     m.u.steer.sport || m.u.steer.src[0] || m.u.steer.dst[0]))
+			abort();
+		if (m.hdr.type == RDPM_STEER && data[0] % 3 == 0 && !m.u.steer.dport)
 			abort();
 	} else if (!why || !why[0]) {
 		abort();

@@ -11,7 +11,17 @@
  *   rdpm_client join IFACE SHARE             join only, print the buffer, wait for a
  *                                            signal; exit 3 when refused
  *   rdpm_client hold IFACE PORT              register + steer, print ids, wait for a signal
- *   rdpm_client steal IFACE PORT HANDLE FLOW  steer PORT (taken), use HANDLE/FLOW (not ours)
+ *   rdpm_client steal IFACE PORT HANDLE FLOW  steer PORT without a socket, use HANDLE/FLOW
+ *                                            (not ours)
+ *   rdpm_client capture IFACE PORT           as another user than PORT's, try to steer
+ *                                            PORT: every way must be refused (run as
+ *                                            root with RDPM_UID: drops to that uid);
+ *                                            says "capture done: N failed", waits for
+ *                                            a signal
+ *   rdpm_client own IFACE PORT [mapped|raw]  listen on PORT (mapped: ::ffff:10.99.0.2;
+ *                                            raw: steer the tuple without a socket) and
+ *                                            steer it; hold it until a signal; exit 4
+ *                                            when refused with EADDRINUSE
  *   rdpm_client register IFACE               register only
  *   rdpm_client lowport IFACE PORT           steer a port < 1024
  *   rdpm_client cycles IFACE N               N steer/unsteer cycles
@@ -31,6 +41,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <grp.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -91,14 +103,35 @@ static struct rdpm_client *setup_shared(const char *ifname, struct devmem_mem **
 	return c;
 }
 
-/* Steers tcp4 @port to @b, or exits; returns the queue, sets *fid. */
+/* A TCP socket listening on @port (any address), or -1 with errno. */
+static int listen_on(unsigned int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 1)) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Steers tcp4 @port to @b with a socket listening there, or exits; returns
+ * the queue, sets *fid and *ls (the socket, to close after unsteering). */
 static unsigned int steer(struct rdpm_client *c, const struct rdpm_buffer *b,
-			  unsigned int port, uint32_t *fid)
+			  unsigned int port, uint32_t *fid, int *ls)
 {
 	struct devmem_flow flow = tcp4(port);
 	unsigned int queue;
 
-	if (rdpm_steer(c, b->handle, &flow, &queue, fid))
+	*ls = listen_on(port);
+	if (*ls < 0) {
+		perror("listen");
+		exit(1);
+	}
+	if (rdpm_steer_socket(c, b->handle, *ls, &flow, &queue, fid))
 		die("steer");
 	return queue;
 }
@@ -144,8 +177,6 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 	uint32_t fid;
 	int ls, s, one = 1;
 
-	if (rdpm_steer(c, b.handle, &flow, &queue, &fid))
-		die("steer");
 	ls = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if ((v6 ? bind(ls, (struct sockaddr *)&sa6, sizeof(sa6)) :
@@ -153,6 +184,10 @@ static int do_recv(const char *ifname, unsigned int port, uint64_t total, uint64
 		perror("bind/listen");
 		return 1;
 	}
+	/* The listener proves the port is ours; the flow narrows it to our
+	 * address. */
+	if (rdpm_steer_socket(c, b.handle, ls, &flow, &queue, &fid))
+		die("steer");
 	fprintf(stderr, "listening on port %u: queue %u, dmabuf %u, flow %u\n", port, queue,
 		b.dmabuf_id, fid);
 	s = accept(ls, NULL, NULL);
@@ -207,7 +242,8 @@ static int do_hold(const char *ifname, unsigned int port)
 	struct rdpm_buffer b;
 	struct rdpm_client *c = setup(ifname, &mem, &b, BUF_SIZE);
 	uint32_t fid;
-	unsigned int queue = steer(c, &b, port, &fid);
+	int ls;
+	unsigned int queue = steer(c, &b, port, &fid, &ls);
 
 	printf("ready handle %u flow %u queue %u dmabuf %u\n", b.handle, fid, queue, b.dmabuf_id);
 	fflush(stdout);
@@ -263,8 +299,8 @@ static int do_steal(const char *ifname, unsigned int port, uint32_t handle, uint
 	uint32_t fid;
 	int fails = 0;
 
-	fails += expect(rdpm_steer(c, b.handle, &flow, &q, &fid), -EADDRINUSE,
-			"a flow another client steered");
+	fails += expect(rdpm_steer(c, b.handle, &flow, &q, &fid), -EPERM,
+			"a flow another client steered, as a tuple without a socket");
 	flow.dport = port + 1000;
 	fails += expect(rdpm_steer(c, handle, &flow, &q, &fid), -ENOENT,
 			"steering to another client's buffer");
@@ -300,8 +336,9 @@ static int do_lowport(const char *ifname, unsigned int port)
 	struct rdpm_buffer b;
 	struct rdpm_client *c = setup(ifname, &mem, &b, 4u << 20);
 	uint32_t fid;
+	int ls;
 
-	printf("steered port %u to queue %u\n", port, steer(c, &b, port, &fid));
+	printf("steered port %u to queue %u\n", port, steer(c, &b, port, &fid, &ls));
 	return 0;
 }
 
@@ -314,10 +351,12 @@ static int do_cycles(const char *ifname, unsigned int n)
 
 	for (unsigned int i = 0; i < n; i++) {
 		uint32_t fid;
+		int ls;
 
-		used[steer(c, &b, 20000 + i % 1000, &fid) % RDPM_QUEUES_MAX]++;
+		used[steer(c, &b, 20000 + i % 1000, &fid, &ls) % RDPM_QUEUES_MAX]++;
 		if (rdpm_unsteer(c, fid))
 			die("unsteer");
+		close(ls);
 	}
 	printf("%u steer/unsteer cycles done\n", n);
 	rdpm_unregister(c, b.handle);
@@ -335,10 +374,13 @@ static int do_quota(const char *ifname)
 	uint32_t fid;
 	int ret = 0, fails = 0;
 
-	for (i = 0; i < 100000; i++) {
+	for (i = 0; i < 1000; i++) {
 		struct devmem_flow flow = tcp4(30000 + i);
+		int ls = listen_on(30000 + i);	/* kept open until exit */
 
-		ret = rdpm_steer(c, b.handle, &flow, &q, &fid);
+		if (ls < 0)
+			die("listen");
+		ret = rdpm_steer_socket(c, b.handle, ls, &flow, &q, &fid);
 		if (ret)
 			break;
 		spread[q % RDPM_QUEUES_MAX]++;
@@ -361,6 +403,96 @@ static int do_quota(const char *ifname)
 	devmem_mem_free(mem);
 	devmem_mem_free(big);
 	return !!fails;
+}
+
+/*
+ * Another user than @port's owner tries to steer @port into a buffer of
+ * its own, every way it could: each must be refused, and its own port must
+ * still be steerable (the refusals are not a broken daemon). Started as
+ * root with $RDPM_UID: it makes a socket as root first, then becomes that
+ * uid, holding a socket another user made.
+ */
+static int do_capture(const char *ifname, unsigned int port)
+{
+	const char *uid_env = getenv("RDPM_UID");
+	uid_t uid = uid_env ? (uid_t)strtoul(uid_env, NULL, 0) : getuid();
+	struct devmem_flow flow = tcp4(port), wild = { .family = AF_INET, .dport = port };
+	int rootsock = listen_on(port + 7), ls, fails = 0;
+	struct devmem_mem *mem;
+	struct rdpm_buffer b;
+	struct rdpm_client *c;
+	unsigned int q;
+	uint32_t fid;
+
+	if (rootsock < 0 || setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	    setresuid(uid, uid, uid)) {
+		perror("socket as root, then becoming RDPM_UID");
+		return 1;
+	}
+	c = setup(ifname, &mem, &b, 4u << 20);
+	inet_pton(AF_INET, "10.99.0.1", flow.src);
+	fails += expect(rdpm_steer(c, b.handle, &flow, &q, &fid), -EPERM,
+			"the victim's port from one peer, as a tuple without a socket");
+	fails += expect(rdpm_steer(c, b.handle, &wild, &q, &fid), -EPERM,
+			"the victim's port on any address, as a tuple without a socket");
+	fails += expect(rdpm_steer_socket(c, b.handle, rootsock, NULL, &q, &fid), -EPERM,
+			"a socket another user (root) made");
+	ls = listen_on(port + 1);
+	if (ls < 0)
+		die("listen");
+	fails += expect(rdpm_steer_socket(c, b.handle, ls, &wild, &q, &fid), -EACCES,
+			"the victim's port named with a socket of ours on another port");
+	if (rdpm_steer_socket(c, b.handle, ls, NULL, &q, &fid)) {
+		printf("FAIL: steering our own port %u: %s\n", port + 1, devmem_last_error());
+		fails++;
+	} else {
+		printf("ok: our own port %u steered to queue %u\n", port + 1, q);
+		if (rdpm_unsteer(c, fid))
+			die("unsteer");
+	}
+	/* Connected still, so that a rule it got would show in ethtool -n. */
+	printf("capture done: %d failed\n", fails);
+	pause();
+	return 1;
+}
+
+/* @how: NULL (tcp4 on any address), "mapped" (an IPv6 socket on
+ * ::ffff:10.99.0.2, an IPv4 address) or "raw" (the tuple, no socket). */
+static int do_own(const char *ifname, unsigned int port, const char *how)
+{
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	struct devmem_flow wild = { .family = AF_INET, .dport = port };
+	bool raw = how && !strcmp(how, "raw");
+	struct devmem_mem *mem;
+	struct rdpm_buffer b;
+	struct rdpm_client *c = setup(ifname, &mem, &b, 4u << 20);
+	unsigned int q;
+	uint32_t fid;
+	int ls = -1, ret;
+
+	if (how && !strcmp(how, "mapped")) {
+		inet_pton(AF_INET6, "::ffff:10.99.0.2", &sa6.sin6_addr);
+		ls = socket(AF_INET6, SOCK_STREAM, 0);
+		if (ls < 0 || bind(ls, (struct sockaddr *)&sa6, sizeof(sa6)) || listen(ls, 1)) {
+			perror("mapped listen");
+			return 1;
+		}
+	} else if (!raw) {
+		ls = listen_on(port);
+		if (ls < 0) {
+			perror("listen");
+			return 1;
+		}
+	}
+	ret = raw ? rdpm_steer(c, b.handle, &wild, &q, &fid) :
+		    rdpm_steer_socket(c, b.handle, ls, NULL, &q, &fid);
+	if (ret) {
+		printf("refused: %s\n", devmem_last_error());
+		return ret == -EADDRINUSE ? 4 : 1;
+	}
+	printf("steered port %u to queue %u: flow %u\n", port, q, fid);
+	pause();
+	return 0;
 }
 
 /* ---------------------------------------------------------- bad input */
@@ -545,6 +677,10 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "steal"))
 		return do_steal(argv[2], atoi(argv[3]), strtoul(argv[4], NULL, 0),
 				strtoul(argv[5], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "capture"))
+		return do_capture(argv[2], atoi(argv[3]));
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "own"))
+		return do_own(argv[2], atoi(argv[3]), argc == 5 ? argv[4] : NULL);
 	if (argc == 3 && !strcmp(argv[1], "register"))
 		return do_register(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "lowport"))

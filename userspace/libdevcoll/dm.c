@@ -430,8 +430,9 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 	return 0;
 }
 
-/* Steers one connection's flow to the core's queue(s). */
-static int steer(struct dm_core *k, const struct devmem_flow *f, uint32_t *id)
+/* Steers one connection's flow, that of socket @fd, to the core's queue(s):
+ * rdpmd reads it from the socket, the proof that it is ours. */
+static int steer(struct dm_core *k, int fd, const struct devmem_flow *f, uint32_t *id)
 {
 	struct devmem_flow_target t = { .queue = k->queue };
 	unsigned int q;
@@ -439,7 +440,7 @@ static int steer(struct dm_core *k, const struct devmem_flow *f, uint32_t *id)
 
 	pthread_mutex_lock(&k->lock);
 	if (k->rdpm) {
-		ret = rdpm_steer(k->rdpm, k->handle, f, &q, id);
+		ret = rdpm_steer_socket(k->rdpm, k->handle, fd, NULL, &q, id);
 		/* the client queues events that came before the reply, where
 		 * no communicator's epoll sees them */
 		core_events(k);
@@ -500,7 +501,7 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 			continue;
 		}
 		flow_of(k->fd, &f);
-		ret = steer(d->core, &f, &d->rules[d->nrules]);
+		ret = steer(d->core, k->fd, &f, &d->rules[d->nrules]);
 		if (ret)
 			return dc_fail(ret, "devmem: steering the connection from rank %d: %s", k->peer,
 				       devmem_last_error());

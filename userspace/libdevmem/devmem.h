@@ -515,7 +515,7 @@ struct rdpm_client;
 #define RDPM_QUEUES_MAX		32
 
 struct rdpm_buffer {
-	uint32_t handle;		/* for rdpm_steer() and rdpm_unregister() */
+	uint32_t handle;		/* for rdpm_steer_socket() and rdpm_unregister() */
 	uint32_t dmabuf_id;		/* in the cmsgs of data received into it */
 	unsigned int nqueues;
 	unsigned int queues[RDPM_QUEUES_MAX];	/* the RX queues it is bound to */
@@ -563,8 +563,20 @@ int rdpm_register_buffer_page_size(struct rdpm_client *c, const char *ifname,
  */
 int rdpm_join_shared(struct rdpm_client *c, const char *ifname, size_t bytes,
 		     uint32_t page_size, struct devmem_mem **mem, struct rdpm_buffer *out);
-/* Steers @flow to the least-loaded queue of buffer @handle: the queue in
- * @queue, the flow's id (for rdpm_unsteer()) in @flow_id. */
+/*
+ * Steers the flow of TCP socket @sock, the caller's own, to the
+ * least-loaded queue of buffer @handle: a listening socket's connections
+ * to its local address and port, or a connected socket's connection. The
+ * queue in @queue, the flow's id (for rdpm_unsteer()) in @flow_id. @flow
+ * (NULL: the socket's tuple) may narrow what the socket leaves open (a
+ * listener's peer, a wildcard's local address); what it names that the
+ * socket fixes must be the socket's. rdpmd refuses a flow that overlaps
+ * another user's. Unsteer before closing the socket.
+ */
+int rdpm_steer_socket(struct rdpm_client *c, uint32_t handle, int sock,
+		      const struct devmem_flow *flow, unsigned int *queue, uint32_t *flow_id);
+/* Steers @flow as given, without a socket: through rdpmd for its
+ * administrators only (uid 0 and admin_users; others get -EPERM). */
 int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struct devmem_flow *flow,
 	       unsigned int *queue, uint32_t *flow_id);
 int rdpm_unsteer(struct rdpm_client *c, uint32_t flow_id);

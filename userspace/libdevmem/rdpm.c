@@ -6,6 +6,7 @@
  * the nic and binding parts of the library, undone by rdpm_close().
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/capability.h>
 #include <poll.h>
@@ -498,6 +499,77 @@ DEVMEM_EXPORT int rdpm_steer(struct rdpm_client *c, uint32_t handle, const struc
 	req.sport = flow->sport;
 	req.dport = flow->dport;
 	err = xfer(c, RDPM_STEER, &req, sizeof(req), -1, &r, sizeof(r));
+	if (err)
+		return err;
+	*queue = r.queue;
+	*flow_id = r.flow;
+	return 0;
+}
+
+/* In-process: the flow of TCP socket @sock, as rdpmd reads it (no owner
+ * check: the caller has CAP_NET_ADMIN). */
+static int local_socket_flow(int sock, struct devmem_flow *f)
+{
+	struct sockaddr_storage l = { 0 }, p = { 0 };
+	socklen_t ll = sizeof(l), pl = sizeof(p);
+	int listening = 0;
+	socklen_t al = sizeof(listening);
+
+	memset(f, 0, sizeof(*f));
+	if (getsockname(sock, (struct sockaddr *)&l, &ll))
+		return devmem_fail_errno(-errno, "rdpm_steer_socket: getsockname");
+	if (getsockopt(sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &al))
+		return devmem_fail_errno(-errno, "rdpm_steer_socket: not a socket");
+	if (!listening && getpeername(sock, (struct sockaddr *)&p, &pl))
+		return devmem_fail_errno(-errno, "rdpm_steer_socket: the socket neither listens "
+					 "nor is connected");
+	f->family = l.ss_family;
+	if (l.ss_family == AF_INET6) {
+		memcpy(f->dst, &((struct sockaddr_in6 *)&l)->sin6_addr, 16);
+		f->dport = ntohs(((struct sockaddr_in6 *)&l)->sin6_port);
+		memcpy(f->src, &((struct sockaddr_in6 *)&p)->sin6_addr, 16);
+		f->sport = ntohs(((struct sockaddr_in6 *)&p)->sin6_port);
+	} else if (l.ss_family == AF_INET) {
+		memcpy(f->dst, &((struct sockaddr_in *)&l)->sin_addr, 4);
+		f->dport = ntohs(((struct sockaddr_in *)&l)->sin_port);
+		memcpy(f->src, &((struct sockaddr_in *)&p)->sin_addr, 4);
+		f->sport = ntohs(((struct sockaddr_in *)&p)->sin_port);
+	} else {
+		return devmem_fail(-ENOTSOCK, "rdpm_steer_socket: not a TCP/IP socket");
+	}
+	return 0;
+}
+
+DEVMEM_EXPORT int rdpm_steer_socket(struct rdpm_client *c, uint32_t handle, int sock,
+				    const struct devmem_flow *flow, unsigned int *queue,
+				    uint32_t *flow_id)
+{
+	struct rdpm_steer req = { .handle = handle };
+	struct rdpm_steer_reply r;
+	struct devmem_flow own;
+	int err;
+
+	if (!c || !queue || !flow_id)
+		return devmem_fail(-EINVAL, "rdpm_steer_socket: NULL argument");
+	if (sock < 0)
+		return devmem_fail(-EBADF, "rdpm_steer_socket: no socket");
+	if (c->fd < 0) {
+		if (!flow) {
+			err = local_socket_flow(sock, &own);
+			if (err)
+				return err;
+			flow = &own;
+		}
+		return local_steer(c, handle, flow, queue, flow_id);
+	}
+	if (flow) {
+		req.family = flow->family;
+		memcpy(req.src, flow->src, 16);
+		memcpy(req.dst, flow->dst, 16);
+		req.sport = flow->sport;
+		req.dport = flow->dport;
+	}
+	err = xfer(c, RDPM_STEER, &req, sizeof(req), sock, &r, sizeof(r));
 	if (err)
 		return err;
 	*queue = r.queue;

@@ -34,7 +34,7 @@ struct rdpm_hdr {
 enum rdpm_type {
 	RDPM_HELLO = 1,		/* rdpm_hello -> rdpm_hello_reply */
 	RDPM_REGISTER = 2,	/* rdpm_register + SCM_RIGHTS fd -> rdpm_register_reply */
-	RDPM_STEER = 3,		/* rdpm_steer -> rdpm_steer_reply */
+	RDPM_STEER = 3,		/* rdpm_steer [+ SCM_RIGHTS TCP socket] -> rdpm_steer_reply */
 	RDPM_UNSTEER = 4,	/* rdpm_unsteer -> empty */
 	RDPM_UNREGISTER = 5,	/* rdpm_unregister -> empty (its flows go too) */
 	RDPM_STATUS = 6,	/* rdpm_status -> text (JSON with RDPM_STATUS_JSON) */
@@ -78,8 +78,26 @@ struct rdpm_register_reply {
 	uint32_t queues[RDPM_MAX_QUEUES];
 };
 
-/* A TCP flow as the receiver sees it (the peer is the source); zero
- * addresses or ports are wildcards, but the local port is required. */
+/*
+ * A TCP flow as the receiver sees it (the peer is the source); zero
+ * addresses or ports are wildcards.
+ *
+ * With a TCP socket attached (SCM_RIGHTS), the flow is the socket's: a
+ * listening socket's local address (a wildcard if it is bound to none) and
+ * port, a connected socket's local and peer address and port. The socket
+ * must be the client's uid's own (it made or accepted it) and live in
+ * rdpmd's network namespace. Family 0 (and nothing else set) takes the
+ * socket's tuple as it is; otherwise what the request names must be the
+ * socket's, except where the socket leaves a part open, which the request
+ * may narrow (a listener's peer, a wildcard listener's local address; an
+ * IPv6 wildcard listener without IPV6_V6ONLY also takes AF_INET).
+ *
+ * Without a socket the tuple is taken as given (the local port is then
+ * required): administrators only (uid 0 and admin_users).
+ *
+ * Either way, a rule that overlaps a rule of another uid is refused
+ * (-EADDRINUSE).
+ */
 struct rdpm_steer {
 	uint32_t handle;	/* a binding of this client */
 	uint8_t family;		/* AF_INET (2) or AF_INET6 (10) */

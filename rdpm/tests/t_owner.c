@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * STEER's ownership checks (owner.c) on real sockets of this host: only a
+ * listening or connected TCP socket of the client's uid, in rdpmd's network
+ * namespace, proves a flow; a request may narrow what the socket leaves
+ * open but never name what another socket holds; rules of different users
+ * that a packet could match both overlap. Runs as root (a socket of
+ * another uid, another network namespace).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "devtcp/check.h"
+#include "owner.h"
+
+static char why[160];
+
+/* A TCP socket of @family bound to @addr (NULL: any) port 0 (any), listening. */
+static int listener(int family, const char *addr, uint16_t *port)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	socklen_t len = family == AF_INET ? sizeof(s4) : sizeof(s6);
+	struct sockaddr *sa = family == AF_INET ? (struct sockaddr *)&s4 : (struct sockaddr *)&s6;
+	int s = socket(family, SOCK_STREAM, 0);
+
+	if (addr)
+		inet_pton(family, addr, family == AF_INET ? (void *)&s4.sin_addr :
+			  (void *)&s6.sin6_addr);
+	if (s < 0 || bind(s, sa, len) || listen(s, 4) || getsockname(s, sa, &len))
+		return -1;
+	*port = ntohs(family == AF_INET ? s4.sin_port : s6.sin6_port);
+	return s;
+}
+
+static int connect_to(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	return connect(s, (struct sockaddr *)&sa, sizeof(sa)) ? -1 : s;
+}
+
+static struct devmem_flow v4(const char *src, uint16_t sport, const char *dst, uint16_t dport)
+{
+	struct devmem_flow f = { .family = AF_INET, .sport = sport, .dport = dport };
+
+	if (src)
+		inet_pton(AF_INET, src, f.src);
+	if (dst)
+		inet_pton(AF_INET, dst, f.dst);
+	return f;
+}
+
+static struct devmem_flow v6(const char *src, uint16_t sport, const char *dst, uint16_t dport)
+{
+	struct devmem_flow f = { .family = AF_INET6, .sport = sport, .dport = dport };
+
+	if (src)
+		inet_pton(AF_INET6, src, f.src);
+	if (dst)
+		inet_pton(AF_INET6, dst, f.dst);
+	return f;
+}
+
+static struct rdpm_steer req_of(const struct devmem_flow *f)
+{
+	struct rdpm_steer r = { .handle = 1, .family = f->family, .sport = f->sport,
+				.dport = f->dport };
+
+	memcpy(r.src, f->src, 16);
+	memcpy(r.dst, f->dst, 16);
+	return r;
+}
+
+static void overlaps(void)
+{
+	struct devmem_flow port = v4(NULL, 0, NULL, 5000);
+	struct devmem_flow local = v4(NULL, 0, "10.0.0.2", 5000);
+	struct devmem_flow peer = v4("10.0.0.1", 0, "10.0.0.2", 5000);
+	struct devmem_flow conn = v4("10.0.0.1", 40000, "10.0.0.2", 5000);
+	struct devmem_flow other = v4("10.0.0.1", 40000, "10.0.0.3", 5000);
+	struct devmem_flow mapped = v6(NULL, 0, "::ffff:10.0.0.2", 5000);
+	struct devmem_flow six = v6(NULL, 0, "fd00::2", 5000);
+
+	CHECK(rdpm_flows_overlap(&port, &local), "wildcard vs specific local address");
+	CHECK(rdpm_flows_overlap(&local, &peer), "any peer vs one peer");
+	CHECK(rdpm_flows_overlap(&peer, &conn), "one peer vs one connection");
+	CHECK(rdpm_flows_overlap(&port, &conn), "the port vs one connection");
+	CHECK(!rdpm_flows_overlap(&other, &local), "different local addresses");
+	port.dport = 5001;
+	CHECK(!rdpm_flows_overlap(&port, &local), "different ports");
+	CHECK(rdpm_flows_overlap(&mapped, &local), "v4-mapped v6 vs v4");
+	CHECK(rdpm_flows_overlap(&mapped, &conn), "v4-mapped v6 vs a v4 connection");
+	CHECK(!rdpm_flows_overlap(&six, &local), "v6 vs v4");
+	rdpm_flow_canon(&mapped);
+	CHECK(mapped.family == AF_INET && !memcmp(mapped.dst, local.dst, 16),
+	      "canon: v4-mapped becomes v4");
+}
+
+static void sockets(void)
+{
+	struct rdpm_sock s;
+	struct rdpm_steer r;
+	struct devmem_flow f, want;
+	const char *reason;
+	uint16_t port, port6;
+	int ls = listener(AF_INET, NULL, &port), c, a, fd, pfd[2];
+
+	CHECK(ls >= 0, "listener");
+	CHECK(rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0 && s.listening &&
+	      s.f.family == AF_INET && s.f.dport == port && !s.f.sport, "a listener: %s", why);
+	/* The socket's tuple, narrowed where it is open. */
+	r = (struct rdpm_steer){ .handle = 1 };
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == 0 && f.dport == port, "family 0: %s",
+	      reason);
+	want = v4("10.0.0.1", 0, "127.0.0.1", port);
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == 0 && !memcmp(&f, &want, sizeof(f)),
+	      "a listener narrowed to a peer and an address: %s", reason);
+	want.dport = port + 1;
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == -EACCES, "another port than the socket's");
+	want = v6(NULL, 0, NULL, port);
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == -EACCES, "IPv6 on an IPv4 socket");
+
+	CHECK(rdpm_sock_read(ls, 1000, &s, why, sizeof(why)) == -EPERM,
+	      "a socket another uid made");
+
+	/* Both ends of a connection: the peer fixed, no narrowing past it. */
+	c = connect_to(port);
+	a = accept(ls, NULL, NULL);
+	CHECK(c >= 0 && a >= 0, "connection");
+	CHECK(rdpm_sock_read(a, 0, &s, why, sizeof(why)) == 0 && !s.listening &&
+	      s.f.dport == port && s.f.sport, "the accepted end: %s", why);
+	want = v4("127.0.0.2", 0, NULL, 0);
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == -EACCES, "another peer than the socket's");
+	CHECK(rdpm_sock_read(c, 0, &s, why, sizeof(why)) == 0 && s.f.sport == port,
+	      "the connecting end: %s", why);
+	close(c);
+	close(a);
+
+	/* What proves nothing. */
+	CHECK(pipe(pfd) == 0, "pipe");
+	CHECK(rdpm_sock_read(pfd[0], 0, &s, why, sizeof(why)) == -ENOTSOCK, "a pipe");
+	close(pfd[0]);
+	close(pfd[1]);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(rdpm_sock_read(fd, 0, &s, why, sizeof(why)) == -ENOTSOCK, "a UDP socket");
+	close(fd);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(rdpm_sock_read(fd, 0, &s, why, sizeof(why)) == -ENOTSOCK, "a Unix socket");
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(rdpm_sock_read(fd, 0, &s, why, sizeof(why)) == -EINVAL, "an unbound socket");
+	close(fd);
+	{
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(!bind(fd, (struct sockaddr *)&sa, sizeof(sa)), "bind");
+		CHECK(rdpm_sock_read(fd, 0, &s, why, sizeof(why)) == -ENOTCONN,
+		      "bound, neither listening nor connected");
+		close(fd);
+	}
+	close(ls);
+
+	/* IPv6: a dual-stack wildcard takes IPv4 too; a v4-mapped socket is IPv4. */
+	ls = listener(AF_INET6, NULL, &port6);
+	CHECK(ls >= 0 && rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0 && s.dual &&
+	      s.f.family == AF_INET6, "a dual-stack listener: %s", why);
+	want = v4(NULL, 0, "10.0.0.2", port6);
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == 0 && f.family == AF_INET &&
+	      !memcmp(&f, &want, sizeof(f)), "its IPv4 side: %s", reason);
+	close(ls);
+	ls = listener(AF_INET6, "::ffff:127.0.0.1", &port6);
+	CHECK(ls >= 0 && rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0 && !s.dual &&
+	      s.f.family == AF_INET, "a v4-mapped listener is IPv4: %s", why);
+	close(ls);
+}
+
+/* A socket made in another network namespace: its port is not the NIC's. */
+static void other_netns(void)
+{
+	struct rdpm_sock s;
+	int sp[2], status, fd = -1;
+	char byte;
+	pid_t pid;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+	pid = fork();
+	if (pid == 0) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl = { 0 };
+		struct iovec iov = { "x", 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		uint16_t port;
+		int ls;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(2);
+		ls = listener(AF_INET, NULL, &port);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &ls, sizeof(int));
+		_exit(ls < 0 || sendmsg(sp[1], &mh, 0) != 1);
+	}
+	{
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf) };
+
+		if (recvmsg(sp[0], &mh, 0) == 1 && CMSG_FIRSTHDR(&mh))
+			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "a listener in a new network namespace (unshare needs root)");
+	CHECK(fd >= 0 && rdpm_sock_read(fd, 0, &s, why, sizeof(why)) == -EACCES,
+	      "a socket of another network namespace: %s", why);
+	close(fd);
+	close(sp[0]);
+	close(sp[1]);
+}
+
+int main(void)
+{
+	if (geteuid())
+		return check_skip("t_owner: needs root (sockets of another uid and netns)");
+	overlaps();
+	sockets();
+	other_netns();
+	return check_done("t_owner");
+}
