@@ -109,6 +109,28 @@ static bool parse_ids(char *v, struct rdpm_idlist *l, bool groups)
 	return true;
 }
 
+/* "udmabuf, system". */
+static bool parse_names(char *v, struct rdpm_namelist *l)
+{
+	char *save = NULL, *tok;
+
+	memset(l, 0, sizeof(*l));
+	for (tok = strtok_r(v, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		if (l->n == RDPM_CONF_MAX_IDS || strlen(tok) >= RDPM_CONF_NAME)
+			return false;
+		snprintf(l->name[l->n++], RDPM_CONF_NAME, "%s", tok);
+	}
+	return true;
+}
+
+bool rdpm_namelist_has(const struct rdpm_namelist *l, const char *name)
+{
+	for (unsigned int i = 0; i < l->n; i++)
+		if (!strcmp(l->name[i], name))
+			return true;
+	return false;
+}
+
 bool rdpm_idlist_has(const struct rdpm_idlist *l, uint32_t id)
 {
 	if (l->any)
@@ -135,6 +157,14 @@ static void defaults(struct rdpm_conf *c)
 	c->max_clients = 64;
 	c->max_clients_per_user = 16;
 	c->hello_timeout_ms = 5000;
+	c->max_preauth = 16;
+	c->max_bindings = 256;
+	c->max_joins_per_client = 4;
+	c->max_joins_per_user = 16;
+	/* udmabuf, the system dma-heap, CUDA memory (libdevmem's providers). */
+	char deflt[] = "udmabuf, system, nv_dmabuf";
+
+	parse_names(deflt, &c->dmabuf_exporters);
 }
 
 static void nic_defaults(struct rdpm_nic_conf *n)
@@ -148,7 +178,7 @@ static void nic_defaults(struct rdpm_nic_conf *n)
 int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t errlen)
 {
 	struct rdpm_nic_conf *nic = NULL;
-	bool global = false, per_user_set = false;
+	bool global = false, per_user_set = false, preauth_set = false;
 	const char *p = text;
 	char line[512];
 	int lineno = 0;
@@ -233,6 +263,28 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 						    "4096");
 				c->max_clients_per_user = u;
 				per_user_set = true;
+			} else if (!strcmp(key, "max_preauth")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_preauth: 1 to 4096");
+				c->max_preauth = u;
+				preauth_set = true;
+			} else if (!strcmp(key, "max_bindings")) {
+				if (!parse_u64(val, 65536, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_bindings: 1 to 65536");
+				c->max_bindings = u;
+			} else if (!strcmp(key, "max_joins_per_client") ||
+				   !strcmp(key, "max_joins_per_user")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "%s: 1 to 4096", key);
+				if (!strcmp(key, "max_joins_per_client"))
+					c->max_joins_per_client = u;
+				else
+					c->max_joins_per_user = u;
+			} else if (!strcmp(key, "dmabuf_exporters")) {
+				if (!parse_names(val, &c->dmabuf_exporters))
+					return fail(err, errlen, lineno, "dmabuf_exporters: at most %d "
+						    "names of at most %d characters", RDPM_CONF_MAX_IDS,
+						    RDPM_CONF_NAME - 1);
 			} else if (!strcmp(key, "hello_timeout_ms")) {
 				if (!parse_u64(val, 600000, &u, false) || u < 10)
 					return fail(err, errlen, lineno, "hello_timeout_ms: 10 to "
@@ -283,6 +335,11 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 	}
 	if (!per_user_set && c->max_clients_per_user > c->max_clients)
 		c->max_clients_per_user = c->max_clients;
+	if (!preauth_set && c->max_preauth > c->max_clients)
+		c->max_preauth = c->max_clients;
+	if (c->max_preauth > c->max_clients)
+		return fail(err, errlen, lineno, "max_preauth %u exceeds max_clients %u",
+			    c->max_preauth, c->max_clients);
 	if (c->max_clients_per_user > c->max_clients)
 		return fail(err, errlen, lineno, "max_clients_per_user %u exceeds max_clients %u",
 			    c->max_clients_per_user, c->max_clients);

@@ -18,6 +18,13 @@ struct rdpm_idlist {
 	uint32_t id[RDPM_CONF_MAX_IDS];
 };
 
+/* A list of names (dma-buf exporters). */
+#define RDPM_CONF_NAME		32
+struct rdpm_namelist {
+	unsigned int n;
+	char name[RDPM_CONF_MAX_IDS][RDPM_CONF_NAME];
+};
+
 struct rdpm_nic_conf {
 	char name[16];
 	unsigned int reserve;		/* RX queues reserved for devmem */
@@ -34,7 +41,12 @@ struct rdpm_conf {
 	char state_dir[96];
 	unsigned int max_clients;	/* connections at once (admins: a few more) */
 	unsigned int max_clients_per_user;	/* connections at once of one uid */
+	unsigned int max_preauth;	/* connections without HELLO yet, all uids together */
 	unsigned int hello_timeout_ms;	/* a connection without HELLO by then is closed */
+	unsigned int max_bindings;	/* buffers (REGISTER and JOIN) of all users together */
+	unsigned int max_joins_per_client;	/* shares (JOIN) of one connection at once */
+	unsigned int max_joins_per_user;	/* shares of one uid at once */
+	struct rdpm_namelist dmabuf_exporters;	/* exp_name of the dma-bufs REGISTER takes */
 	struct rdpm_idlist admin_users;	/* drain, reload, full STATUS (root always) */
 	unsigned int nnics;
 	struct rdpm_nic_conf nics[RDPM_CONF_MAX_NICS];
@@ -65,6 +77,7 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c);
 
 bool rdpm_idlist_has(const struct rdpm_idlist *l, uint32_t id);
+bool rdpm_namelist_has(const struct rdpm_namelist *l, const char *name);
 const struct rdpm_nic_conf *rdpm_conf_nic(const struct rdpm_conf *c, const char *name);
 
 #endif

@@ -29,7 +29,7 @@
 #include "proto.h"
 #include "rdpmd.h"
 
-struct rdpmd rdpmd = { .conf_path = RDPM_DEFAULT_CONF };
+struct rdpmd rdpmd = { .conf_path = RDPM_DEFAULT_CONF, .ops = &rdpm_devmem_ops };
 
 /* Health: a managed NIC going down, away or coming (back) (rtnetlink). */
 static int link_cb(const struct nlmsghdr *nlh, void *data)
@@ -333,6 +333,7 @@ int main(int argc, char **argv)
 	unsigned int ready;
 	int lfd, sfd;
 
+	rdpm_log_init();
 	configure(argc, argv);
 	sfd = signals_fd();
 	lfd = listen_on(rdpmd.conf.socket);
@@ -341,6 +342,10 @@ int main(int argc, char **argv)
 	rdpmd.lfd = lfd;
 	if (rdpmd_clients_init()) {
 		rdpm_log(LOG_ERR, "/dev/null: %m");
+		return 1;
+	}
+	if (rdpm_closer_start()) {
+		rdpm_log(LOG_ERR, "cannot start the closer thread");
 		return 1;
 	}
 	nl = mnl_socket_open(NETLINK_ROUTE);
