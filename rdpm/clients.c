@@ -1093,7 +1093,7 @@ int rdpmd_reload(void)
 		return -ENOMEM;
 	ret = rdpm_conf_load(rdpmd.conf_path, nc, err, sizeof(err));
 	if (!ret)
-		ret = rdpmd_fd_budget(nc, err, sizeof(err));
+		ret = rdpm_conf_fd_budget(nc, err, sizeof(err));
 	if (ret) {
 		rdpm_log(LOG_ERR, "reload: %s; keeping the running configuration", err);
 		free(nc);

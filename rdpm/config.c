@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "proto.h"
@@ -358,6 +359,35 @@ unsigned long rdpm_conf_fds(const struct rdpm_conf *c)
 	for (unsigned int i = 0; i < c->nnics; i++)
 		n += 8 + 2ul * c->nics[i].reserve;
 	return n;
+}
+
+/*
+ * The file descriptors the configuration may need must fit RLIMIT_NOFILE
+ * (LimitNOFILE= of rdpmd.service); the soft limit is raised to the hard
+ * one if need be.
+ */
+int rdpm_conf_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen)
+{
+	unsigned long need = rdpm_conf_fds(c);
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim))
+		return 0;
+	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need &&
+	    (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > lim.rlim_cur)) {
+		lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > need ? need :
+			       lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+		getrlimit(RLIMIT_NOFILE, &lim);
+	}
+	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+		snprintf(err, errlen, "max_clients %u and the NICs' reserved queues may need %lu "
+			 "file descriptors, RLIMIT_NOFILE is %llu (hard %llu): raise LimitNOFILE "
+			 "(rdpmd.service) or lower max_clients", c->max_clients, need,
+			 (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
+		return -EMFILE;
+	}
+	return 0;
 }
 
 int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errlen)

@@ -4,6 +4,7 @@
 #define RDPM_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -75,6 +76,13 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
  * reserved queues) and the few a request holds for a moment.
  */
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c);
+
+/*
+ * Whether the file descriptors configuration @c may need fit in
+ * RLIMIT_NOFILE (its soft limit raised to the hard one if need be); else
+ * -EMFILE with the reason in @err.
+ */
+int rdpm_conf_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen);
 
 bool rdpm_idlist_has(const struct rdpm_idlist *l, uint32_t id);
 bool rdpm_namelist_has(const struct rdpm_namelist *l, const char *name);

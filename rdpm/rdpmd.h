@@ -169,12 +169,6 @@ void rdpmd_clients_close_all(void);
  * telling the clients with @event when non-zero; how many went. */
 struct client;
 unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event);
-/*
- * Whether the file descriptors configuration @c may need fit in
- * RLIMIT_NOFILE (its soft limit raised to the hard one if need be); else
- * -EMFILE with the reason in @err (server.c).
- */
-int rdpmd_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen);
 /* Re-reads the configuration: access lists and quotas change now. */
 int rdpmd_reload(void);
 

@@ -138,35 +138,6 @@ static bool dir_safe(const char *path, const char *what, bool strict)
 	}
 }
 
-/*
- * The file descriptors the configuration may need must fit RLIMIT_NOFILE
- * (LimitNOFILE= of rdpmd.service); the soft limit is raised to the hard
- * one if need be.
- */
-int rdpmd_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen)
-{
-	unsigned long need = rdpm_conf_fds(c);
-	struct rlimit lim;
-
-	if (getrlimit(RLIMIT_NOFILE, &lim))
-		return 0;
-	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need &&
-	    (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > lim.rlim_cur)) {
-		lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > need ? need :
-			       lim.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &lim);
-		getrlimit(RLIMIT_NOFILE, &lim);
-	}
-	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
-		snprintf(err, errlen, "max_clients %u and the NICs' reserved queues may need %lu "
-			 "file descriptors, RLIMIT_NOFILE is %llu (hard %llu): raise LimitNOFILE "
-			 "(rdpmd.service) or lower max_clients", c->max_clients, need,
-			 (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
-		return -EMFILE;
-	}
-	return 0;
-}
-
 /* The socket's directory: made if missing (0755), and safe (dir_safe). */
 static bool socket_dir_ok(const char *path)
 {
@@ -241,7 +212,7 @@ static void configure(int argc, char **argv)
 		}
 		snprintf(rdpmd.conf.socket, sizeof(rdpmd.conf.socket), "%s", sock_override);
 	}
-	if (rdpmd_fd_budget(&rdpmd.conf, err, sizeof(err))) {
+	if (rdpm_conf_fd_budget(&rdpmd.conf, err, sizeof(err))) {
 		rdpm_log(LOG_ERR, "%s: refusing to start", err);
 		exit(1);
 	}
