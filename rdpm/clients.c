@@ -423,8 +423,9 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 			  m->u.hello.max_version);
 		return;
 	}
+	if (!c->hello)
+		npreauth--;
 	c->hello = true;
-	npreauth--;
 	send_msg(c, RDPM_HELLO | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
 }
 
@@ -502,7 +503,7 @@ static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm
 	struct rdpm_register_reply r = { 0 };
 	unsigned int shift = m->u.reg.flags & RDPM_REGISTER_PAGE_SHIFT;
 	int err = rdpmd.ops->bind_rx(&b->b, n->nic, b->mem, b->q, b->nq,
-					   shift ? 1u << shift : 0);
+				     shift ? 1u << shift : 0);
 
 	if (err)
 		return reply_err(c, &m->hdr, err, "%s", rdpmd.ops->last_error());

@@ -68,12 +68,16 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
  */
 #define RDPM_ADMIN_SLOTS	4
 
+/* Client fds waiting for the closer thread (closer.c) at most. */
+#define RDPM_CLOSER_SLOTS	1024
+
 /*
  * The most file descriptors rdpmd can hold with configuration @c: its own
  * (listener, epoll, signals, netlink, a spare), each connection, each NIC's
  * handle, two per binding (the dma-buf and its netlink socket; a binding
  * takes a reserved queue of its own, so there are at most as many as
- * reserved queues) and the few a request holds for a moment.
+ * reserved queues), the few a request holds for a moment and those
+ * waiting to be closed (RDPM_CLOSER_SLOTS).
  */
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c);
 

@@ -71,8 +71,8 @@ void rdpm_log(int prio, const char *fmt, ...)
 		return;
 	}
 	if (dropped != reported_dropped || suppressed != reported_suppressed) {
-		n = snprintf(buf, sizeof(buf), "<4>%llu log line(s) dropped (stderr full), %llu "
-			     "suppressed (over %d a second)\n",
+		n = snprintf(buf, sizeof(buf), "<4>log lines left out: %llu (stderr full), %llu "
+			     "(notices over %d a second)\n",
 			     (unsigned long long)(dropped - reported_dropped),
 			     (unsigned long long)(suppressed - reported_suppressed), LOG_RATE);
 		if (!put(buf, n)) {

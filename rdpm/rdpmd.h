@@ -38,7 +38,6 @@ bool rdpm_closer_push(const int *fds, unsigned int n);
 unsigned int rdpm_closer_room(void);
 /* Fds queued and not yet closed. */
 unsigned int rdpm_closer_pending(void);
-#define RDPM_CLOSER_SLOTS	4096
 
 /* The most fds one SCM_RIGHTS message can carry (the kernel's SCM_MAX_FD). */
 #define RDPM_MSG_MAX_FDS	253

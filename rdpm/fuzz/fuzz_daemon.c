@@ -6,7 +6,8 @@
  * disconnects) over socketpairs, on the fake NIC layer (fake_nic.c), so
  * that REGISTER, JOIN, STEER, WINDOW and the rest get past the NIC. After
  * each input every client is closed and the process must hold exactly
- * the fds it held before: none leaked, none closed twice.
+ * the fds it held before (none leaked, none closed twice), and the next
+ * input's clients must all be let in (no count left behind).
  *
  * A record: a control byte, then for a message a 2-byte length and the
  * message. Control bits 0-1: the client (4 slots); 2-4: what is attached
@@ -132,8 +133,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	int slot[SLOTS];
 	size_t i = 0;
 
+	/* Nothing of the last input may linger: every slot's client is let in. */
 	for (int k = 0; k < SLOTS; k++)
-		slot[k] = harness_client(uids[k]);
+		if ((slot[k] = harness_client(uids[k])) < 0)
+			abort();
 	while (i < size) {
 		unsigned int ctl = data[i++], who = ctl & 3, kind = (ctl >> 2) & 7, act = ctl >> 5;
 		unsigned char msg[RDPM_MAX_MSG + 64];
