@@ -281,6 +281,18 @@ static bool may_use(const struct client *c, const struct rdpm_nic_conf *nc)
 	return false;
 }
 
+/* Whether @c may use some NIC (or is an admin): nobody else has any
+ * business with rdpmd, and must not hold connections of others. */
+static bool may_use_any(const struct client *c)
+{
+	if (is_admin(c))
+		return true;
+	for (unsigned int i = 0; i < rdpmd.nnics; i++)
+		if (may_use(c, &rdpmd.nics[i].conf))
+			return true;
+	return false;
+}
+
 static struct rdpm_nic *nic_by_name(const char *name)
 {
 	for (unsigned int i = 0; i < rdpmd.nnics; i++)
@@ -421,6 +433,18 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 		reply_err(c, &m->hdr, -EPROTONOSUPPORT, "rdpmd speaks protocol version %d only, "
 			  "the client %u to %u", RDPM_VERSION, m->u.hello.min_version,
 			  m->u.hello.max_version);
+		return;
+	}
+	if (!may_use_any(c)) {
+		static struct ratelimit rl;
+
+		rdpmd.counters.refused_no_access++;
+		log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u at HELLO: the uid may use no "
+			    "NIC of rdpmd (users/groups) and is no admin", c->pid, c->uid);
+		reply_err(c, &m->hdr, -EACCES, "uid %u may use no NIC of rdpmd (users and groups "
+			  "of the NICs in %s)", c->uid, rdpmd.conf_path);
+		/* Its slot is free again after this batch of events. */
+		c->dead = true;
 		return;
 	}
 	if (!c->hello)
@@ -1321,30 +1345,17 @@ static void accept_no_fds(int err)
 	}
 }
 
-/* Whether @c may use some NIC (or is an admin): nobody else has any
- * business with rdpmd, and must not hold connections of others. */
-static bool may_use_any(const struct client *c)
-{
-	if (is_admin(c))
-		return true;
-	for (unsigned int i = 0; i < rdpmd.nnics; i++)
-		if (may_use(c, &rdpmd.nics[i].conf))
-			return true;
-	return false;
-}
-
 /*
  * Whether new connection @c may be served: max_clients in all, at most
- * max_preauth of them without HELLO yet (a global cap: credentials say
- * nothing until the client speaks, and every uid of a subuid range is a
- * uid of its own), only uids that may use a NIC, and at most
- * max_clients_per_user of one uid. Admins pass all of it within
- * RDPM_ADMIN_SLOTS more, so that rdpmctl works when users have taken every
- * slot.
+ * max_preauth of them without HELLO yet (a global cap: every uid of a
+ * subuid range is a uid of its own), and at most max_clients_per_user of
+ * one uid. Admins pass all of it within RDPM_ADMIN_SLOTS more, so that
+ * rdpmctl works when users have taken every slot. A uid that may use no
+ * NIC is turned away at HELLO (do_hello), with the reason.
  */
 static bool admit(const struct client *c)
 {
-	static struct ratelimit rl_all, rl_pre, rl_acc, rl_user;
+	static struct ratelimit rl_all, rl_pre, rl_user;
 	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0;
 
 	if (nclients >= rdpmd.conf.max_clients + extra) {
@@ -1359,13 +1370,6 @@ static bool admit(const struct client *c)
 		log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: "
 			    "max_preauth (%u) connections have not said HELLO yet", c->pid, c->uid,
 			    rdpmd.conf.max_preauth);
-		return false;
-	}
-	if (!may_use_any(c)) {
-		rdpmd.counters.refused_no_access++;
-		log_limited(&rl_acc, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
-			    "uid may use no NIC of rdpmd (users/groups) and is no admin", c->pid,
-			    c->uid);
 		return false;
 	}
 	if (extra)

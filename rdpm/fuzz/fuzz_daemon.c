@@ -35,7 +35,8 @@ static const char conf[] =
 	"admin_users = 0\n"
 	"[nic fz0]\nusers = 1000, 1001\nreserve = 3\nqueues_per_binding = 1\n"
 	"shared_bytes = 1M\nmax_bytes = 4M\nmax_rules = 3\n"
-	"[nic fz1]\nusers = *\n";
+	"[nic fz1]\nusers = 1001\n";
+/* An admin, two users, and a uid that may use no NIC. */
 static const uid_t uids[] = { 0, 1000, 1001, 65534 };
 static unsigned int baseline;
 

@@ -180,10 +180,17 @@ wait $holder
 holder=
 check "... once they go, uid $B gets in" until_ok 3 as $B $py "$tmp/rdpm_hostile.py" hello
 out=$(as $C $py "$tmp/rdpm_hostile.py" hello)
-check "a uid that may use no NIC ($C) is refused at connect" test $? != 0
+check "a uid that may use no NIC ($C) is refused at HELLO" test $? != 0
+echo "uid $C: $out"
+check "... with EACCES, saying why" grep -q "13, 'uid $C may use no NIC of rdpmd" <<< "$out"
 check "... counted (refused_no_access)" test "$(counter refused_no_access)" -ge 1
-check "... and logged" grep -q "^<4>refusing a connection of pid [0-9]* uid $C: the uid may use no NIC" \
+check "... and logged" grep -q "^<4>refusing pid [0-9]* uid $C at HELLO: the uid may use no NIC" \
 	"$tmp/log"
+check "... its slot freed at once (no client of uid $C left)" $py -c "
+import json, sys
+d = json.loads(sys.stdin.read())
+assert not [c for c in d['clients'] if c['uid'] == $C], d
+" < <(json)
 
 # --- the log stays bounded and never blocks
 out=$(hostile badflood 3000)

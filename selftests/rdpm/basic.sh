@@ -110,7 +110,7 @@ check "... and its binding" within_1s no_bindings
 out=$(as_user 1001 $CLIENT register dtb 2>&1)
 check "an unauthorised uid (1001) is refused" test $? = 1
 echo "$out"
-check "... saying why" grep -q "uid 1001 may not use dtb" <<< "$out"
+check "... saying why" grep -q "uid 1001 may use no NIC of rdpmd" <<< "$out"
 out=$(as_user 1000 $CLIENT lowport dtb 80 2>&1)
 check "uid 1000 may not steer port 80" test $? = 1
 echo "$out"
