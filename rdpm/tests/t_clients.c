@@ -2,7 +2,8 @@
 /*
  * rdpmd's request handling (clients.c) over socketpairs, on the fake NIC
  * layer of rdpm/fuzz (no hardware): the quotas on JOIN shares, per
- * connection and per uid, released when a share leaves; page shift 0 and
+ * connection and per uid, released when a share leaves; max_bindings of
+ * all users together; page shift 0 and
  * 12 naming one shared buffer; EEXIST replies that tell a tenant nothing
  * of other tenants; and no fd left behind.
  */
@@ -17,8 +18,8 @@
 #include "harness.h"
 
 static const char conf[] =
-	"[global]\nmax_joins_per_client = 3\nmax_joins_per_user = 5\n"
-	"[nic fz0]\nusers = *\nreserve = 2\nqueues_per_binding = 1\nshared_bytes = 1M\n"
+	"[global]\nmax_joins_per_client = 3\nmax_joins_per_user = 5\nmax_bindings = 7\n"
+	"[nic fz0]\nusers = *\nreserve = 3\nqueues_per_binding = 1\nshared_bytes = 1M\n"
 	"max_bytes = 64M\n";
 
 struct reply {
@@ -160,6 +161,25 @@ static void join_quotas(void)
 	harness_reset();
 }
 
+/* max_bindings bounds the buffers of all users together. */
+static void global_cap(void)
+{
+	int s[3] = { client(1000), client(1001), client(1002) };
+	struct reply r;
+
+	for (int i = 0; i < 7; i++) {
+		join(s[i % 3], 0, &r);
+		CHECK(r.type == (RDPM_JOIN | RDPM_REPLY), "buffer %d of all users", i + 1);
+	}
+	join(s[2], 0, &r);
+	CHECK(r.err == -EDQUOT && strstr(r.text, "max_bindings") && !strstr(r.text, "uid"),
+	      "the 8th buffer of all users is refused, naming no one: %d %s", r.err, r.text);
+	CHECK(rdpmd.counters.refused_bindings == 1, "refused_bindings counts it");
+	for (int i = 0; i < 3; i++)
+		close(s[i]);
+	harness_reset();
+}
+
 static void page_shift_zero(void)
 {
 	int a = client(1000), b = client(1000);
@@ -222,6 +242,7 @@ int main(void)
 	harness_init(conf);
 	fds = harness_fds();
 	join_quotas();
+	global_cap();
 	page_shift_zero();
 	eexist_says_nothing_of_others();
 	CHECK(harness_fds() == fds, "no fd left behind (%u, %u before)", harness_fds(), fds);
