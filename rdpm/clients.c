@@ -1240,9 +1240,15 @@ static void client_read(struct client *c)
 	     cm = CMSG_NXTHDR(&mh, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			if (nfds < RDPM_MSG_MAX_FDS)
-				memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				fds[nfds++] = fd;
+			else
+				drop_fds(&fd, 1);	/* more than the kernel sends */
+		}
 	}
 	if (n <= 0) {
 		/* The end of the connection, or a 0-byte message: a client of

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,12 +22,20 @@ static uint64_t dropped, suppressed, reported_dropped, reported_suppressed;
 static uint64_t tokens_at;		/* ms when the bucket was last filled */
 static unsigned int tokens = LOG_BURST;
 
+static int stderr_flags = -1;
+
+/* The file status flags belong to the open file, which rdpmd may share
+ * (a terminal): they are put back at exit. */
+static void restore_stderr(void)
+{
+	fcntl(STDERR_FILENO, F_SETFL, stderr_flags);
+}
+
 void rdpm_log_init(void)
 {
-	int fl = fcntl(STDERR_FILENO, F_GETFL);
-
-	if (fl >= 0)
-		fcntl(STDERR_FILENO, F_SETFL, fl | O_NONBLOCK);
+	stderr_flags = fcntl(STDERR_FILENO, F_GETFL);
+	if (stderr_flags >= 0 && !fcntl(STDERR_FILENO, F_SETFL, stderr_flags | O_NONBLOCK))
+		atexit(restore_stderr);
 }
 
 uint64_t rdpm_log_dropped(void)
