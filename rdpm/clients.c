@@ -29,6 +29,11 @@
 #define LISTEN_PAUSE_MS		1000
 /* Connections accepted per listener event, so that clients get a turn. */
 #define ACCEPT_BATCH		32
+/* A client's refusals logged in a burst, then one a second (a token bucket). */
+#define CLIENT_LOG_BURST	10
+#define CLIENT_LOG_MS		1000
+/* While clients wait for the closer thread, the loop looks again this often. */
+#define CLOSER_RETRY_MS		100
 
 
 struct client;
@@ -41,7 +46,7 @@ struct shared {
 	struct shared *next;
 	struct rdpm_nic *n;
 	uid_t uid;
-	unsigned int shift;		/* the request's page shift (0: page size) */
+	unsigned int shift;		/* log2 of its receive buffers (JOIN's 0 resolved) */
 	struct devmem_mem *mem;
 	struct devmem_binding *b;
 	unsigned int nq, q[RDPM_MAX_QUEUES];
@@ -85,6 +90,11 @@ struct client {
 	int ngroups;
 	bool hello;
 	bool dead;
+	bool unread;			/* not read until the closer queue has room */
+	unsigned int joins;		/* shares (JOIN) held */
+	unsigned int log_tokens;	/* refusals it may still have logged */
+	uint64_t log_at;		/* when log_tokens was last refilled */
+	unsigned long log_missed;	/* refusals not logged since */
 };
 
 
@@ -93,7 +103,9 @@ static struct shared *shareds;
 static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
-static unsigned int nclients;
+static unsigned int nclients, npreauth, nbindings;
+/* Clients that died with their socket not yet handed to the closer. */
+static bool close_pending;
 /* Closed to accept (and close) a connection when out of fds, then reopened. */
 static int spare_fd = -1;
 static bool listen_paused;
@@ -191,6 +203,29 @@ static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *b
 	send_msg_fd(c, type, id, body, len, -1);
 }
 
+/*
+ * Whether a refusal of @c may be logged now: CLIENT_LOG_BURST at once, then
+ * one per CLIENT_LOG_MS. A client sending bad requests in a loop costs the
+ * journal a line a second, and the lines left out are counted.
+ */
+static bool client_may_log(struct client *c)
+{
+	uint64_t now = rdpm_now_ms(), add = (now - c->log_at) / CLIENT_LOG_MS;
+
+	if (add) {
+		c->log_tokens = add >= CLIENT_LOG_BURST ? CLIENT_LOG_BURST :
+				c->log_tokens + add > CLIENT_LOG_BURST ? CLIENT_LOG_BURST :
+				c->log_tokens + (unsigned int)add;
+		c->log_at = now;
+	}
+	if (!c->log_tokens) {
+		c->log_missed++;
+		return false;
+	}
+	c->log_tokens--;
+	return true;
+}
+
 static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -205,8 +240,14 @@ static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, cons
 	va_start(ap, fmt);
 	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
 	va_end(ap);
-	rdpm_log(LOG_NOTICE, "client pid %d uid %u: request %u refused: %s (%s)", c->pid, c->uid,
-		 req->type, r.msg, strerror(-err));
+	if (client_may_log(c)) {
+		if (c->log_missed)
+			rdpm_log(LOG_NOTICE, "client pid %d uid %u: %lu refusal(s) not logged (at "
+				 "most one a second)", c->pid, c->uid, c->log_missed);
+		c->log_missed = 0;
+		rdpm_log(LOG_NOTICE, "client pid %d uid %u: request %u refused: %s (%s)", c->pid,
+			 c->uid, req->type, r.msg, strerror(-err));
+	}
 	send_msg(c, RDPM_ERROR, req->id, &r, sizeof(r.e) + strlen(r.msg) + 1);
 	return err;
 }
@@ -241,6 +282,18 @@ static bool may_use(const struct client *c, const struct rdpm_nic_conf *nc)
 	return false;
 }
 
+/* Whether @c may use some NIC (or is an admin): nobody else has any
+ * business with rdpmd, and must not hold connections of others. */
+static bool may_use_any(const struct client *c)
+{
+	if (is_admin(c))
+		return true;
+	for (unsigned int i = 0; i < rdpmd.nnics; i++)
+		if (may_use(c, &rdpmd.nics[i].conf))
+			return true;
+	return false;
+}
+
 static struct rdpm_nic *nic_by_name(const char *name)
 {
 	for (unsigned int i = 0; i < rdpmd.nnics; i++)
@@ -267,6 +320,7 @@ static void shared_leave(struct binding *b)
 
 	sh->members--;
 	sh->admitted -= b->share;
+	b->c->joins--;
 	rdpm_log(LOG_INFO, "%s: pid %d left the shared buffer of uid %u (handle %u); %u "
 		 "member(s) left", sh->n->conf.name, b->c->pid, sh->uid, b->handle, sh->members);
 	if (sh->members)
@@ -274,8 +328,8 @@ static void shared_leave(struct binding *b)
 	for (pp = &shareds; *pp != sh; pp = &(*pp)->next)
 		;
 	*pp = sh->next;
-	devmem_unbind(sh->b);
-	devmem_mem_free(sh->mem);
+	rdpmd.ops->unbind(sh->b);
+	rdpmd.ops->mem_free(sh->mem);
 	for (unsigned int i = 0; i < sh->nq; i++)
 		sh->n->bound[sh->q[i] - sh->n->first] = false;
 	rdpm_log(LOG_INFO, "%s: the shared buffer of uid %u unbound: its last member left",
@@ -296,11 +350,12 @@ static void binding_remove(struct binding *b)
 	for (pp = &bindings; *pp != b; pp = &(*pp)->next)
 		;
 	*pp = b->next;
+	nbindings--;
 	if (b->sh) {
 		shared_leave(b);
 	} else {
-		devmem_unbind(b->b);
-		devmem_mem_free(b->mem);
+		rdpmd.ops->unbind(b->b);
+		rdpmd.ops->mem_free(b->mem);
 		for (unsigned int i = 0; i < b->nq; i++)
 			b->n->bound[b->q[i] - b->n->first] = false;
 		rdpm_log(LOG_INFO, "%s: binding %u of pid %d unbound", b->n->conf.name,
@@ -330,25 +385,45 @@ unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event)
 
 static void listener_arm(bool on);
 
-static void client_close(struct client *c)
+/*
+ * Closes @c's connection and releases what it holds. The socket goes to the
+ * closer thread too: fds the client sent and rdpmd never read are released
+ * with it, and the last close of those may block. When the closer queue is
+ * full the client stays, dead and unwatched, and is closed later (false);
+ * at exit (@now) it is closed here.
+ */
+static bool client_close(struct client *c, bool now)
 {
 	struct client **pp;
-	unsigned int nb = rdpmd_drop(c, NULL, 0);
+	unsigned int nb;
 
+	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (rdpm_closer_push(&c->fd, 1)) {
+		rdpmd.counters.fds_closed++;
+	} else if (now) {
+		close(c->fd);
+	} else {
+		close_pending = true;
+		return false;
+	}
+	nb = rdpmd_drop(c, NULL, 0);
 	for (pp = &clients; *pp != c; pp = &(*pp)->next)
 		;
 	*pp = c->next;
-	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
 	nclients--;
+	npreauth -= !c->hello;
 	/* An fd is free again: take the spare back, accept again. */
 	if (spare_fd < 0)
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (listen_paused)
 		listener_arm(true);
+	if (c->log_missed)
+		rdpm_log(LOG_NOTICE, "client pid %d uid %u: %lu refusal(s) not logged (at most "
+			 "one a second)", c->pid, c->uid, c->log_missed);
 	rdpm_log(LOG_INFO, "client pid %d uid %u disconnected; %u binding(s) released", c->pid,
 		 c->uid, nb);
 	free(c);
+	return true;
 }
 
 static void do_hello(struct client *c, const struct rdpm_msg *m)
@@ -361,13 +436,29 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 			  m->u.hello.max_version);
 		return;
 	}
+	if (!may_use_any(c)) {
+		static struct ratelimit rl;
+
+		rdpmd.counters.refused_no_access++;
+		log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u at HELLO: the uid may use no "
+			    "NIC of rdpmd (users/groups) and is no admin", c->pid, c->uid);
+		reply_err(c, &m->hdr, -EACCES, "uid %u may use no NIC of rdpmd (users and groups "
+			  "of the NICs in %s)", c->uid, rdpmd.conf_path);
+		/* Its slot is free again after this batch of events. */
+		c->dead = true;
+		return;
+	}
+	if (!c->hello)
+		npreauth--;
 	c->hello = true;
 	send_msg(c, RDPM_HELLO | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
 }
 
-/* Refuses a dma-buf registered already (@st; NULL for a share), or @size
- * more bytes over the quotas of the client's uid: every connection of a
- * user counts against the same quotas, so more connections get no more. */
+/* Refuses a dma-buf registered already (@st; NULL for a share), a buffer
+ * over max_bindings (all users), or @size more bytes over the quotas of the
+ * client's uid: every connection of a user counts against the same quotas,
+ * so more connections get no more. Who else registered a dma-buf is told
+ * to admins only: another tenant's existence is not a client's business. */
 static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
 			  const struct stat *st, uint64_t size)
 {
@@ -375,15 +466,31 @@ static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdp
 	uint64_t used = 0;
 
 	for (struct binding *it = bindings; it; it = it->next) {
-		if (st && !it->sh && it->dev == st->st_dev && it->ino == st->st_ino)
-			return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already registered "
-					 "(handle %u%s)", it->handle,
-					 it->c == c ? "" : ", by another client");
+		if (st && !it->sh && it->dev == st->st_dev && it->ino == st->st_ino) {
+			if (it->c == c)
+				return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already "
+						 "registered on this connection (handle %u)",
+						 it->handle);
+			if (is_admin(c))
+				return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already "
+						 "registered (handle %u of pid %d uid %u)",
+						 it->handle, it->c->pid, it->c->uid);
+			return reply_err(c, &m->hdr, -EEXIST, "this dma-buf is already registered");
+		}
 		if (it->c->uid == c->uid) {
 			nb++;
 			if (it->n == n)
-				used += it->sh ? it->share : devmem_mem_size(it->mem);
+				used += it->sh ? it->share : rdpmd.ops->mem_size(it->mem);
 		}
+	}
+	if (nbindings >= rdpmd.conf.max_bindings) {
+		static struct ratelimit rl;
+
+		rdpmd.counters.refused_bindings++;
+		log_limited(&rl, LOG_WARNING, "refusing a buffer of pid %d uid %u: max_bindings "
+			    "(%u, all users) reached", c->pid, c->uid, rdpmd.conf.max_bindings);
+		return reply_err(c, &m->hdr, -EDQUOT, "rdpmd holds as many buffers as it takes "
+				 "(max_bindings); try again later");
 	}
 	if (nb >= MAX_BINDINGS_PER_USER)
 		return reply_err(c, &m->hdr, -EDQUOT, "quota: at most %d buffers per uid, uid %u "
@@ -420,11 +527,11 @@ static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm
 {
 	struct rdpm_register_reply r = { 0 };
 	unsigned int shift = m->u.reg.flags & RDPM_REGISTER_PAGE_SHIFT;
-	int err = devmem_bind_rx_page_size(&b->b, n->nic, b->mem, b->q, b->nq,
-					   shift ? 1u << shift : 0);
+	int err = rdpmd.ops->bind_rx(&b->b, n->nic, b->mem, b->q, b->nq,
+				     shift ? 1u << shift : 0);
 
 	if (err)
-		return reply_err(c, &m->hdr, err, "%s", devmem_last_error());
+		return reply_err(c, &m->hdr, err, "%s", rdpmd.ops->last_error());
 	for (unsigned int i = 0; i < b->nq; i++)
 		n->bound[b->q[i] - n->first] = true;
 	b->handle = new_id(&next_handle);
@@ -434,64 +541,16 @@ static int register_bind(struct client *c, const struct rdpm_msg *m, struct rdpm
 	b->ino = st->st_ino;
 	b->next = bindings;
 	bindings = b;
+	nbindings++;
 	r.handle = b->handle;
-	r.dmabuf_id = devmem_binding_id(b->b);
+	r.dmabuf_id = rdpmd.ops->binding_id(b->b);
 	r.nqueues = b->nq;
 	memcpy(r.queues, b->q, sizeof(r.queues));
 	rdpm_log(LOG_INFO, "%s: pid %d uid %u bound %llu bytes as dmabuf %u to queue(s) %u-%u "
 		 "(handle %u, %u-byte buffers)", n->conf.name, c->pid, c->uid,
-		 (unsigned long long)devmem_mem_size(b->mem), r.dmabuf_id, b->q[0],
-		 b->q[b->nq - 1], b->handle, devmem_binding_page_size(b->b));
+		 (unsigned long long)rdpmd.ops->mem_size(b->mem), r.dmabuf_id, b->q[0],
+		 b->q[b->nq - 1], b->handle, rdpmd.ops->binding_page_size(b->b));
 	send_msg(c, RDPM_REGISTER | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
-	return 0;
-}
-
-/*
- * Whether @fd, a client's, is a dma-buf open for reading and writing,
- * judged only from what the kernel keeps of the open file itself, never
- * from its file system: fstat or fstatfs of a FUSE file waits for the
- * FUSE server (which the client may be), and so would this single-threaded
- * daemon. A dma-buf's /proc/self/fd link is "/dmabuf:NAME" (the dma-buf
- * file system's d_dname) and its fdinfo has the dma-buf lines (exp_name);
- * neither reads the file. 0, or an error reply's -errno with the reason
- * in @why.
- */
-static int dmabuf_fd_check(int fd, char *why, size_t len)
-{
-	char path[64], link[128], info[2048];
-	ssize_t n;
-	int f, flags;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0) {
-		snprintf(why, len, "cannot look at the fd attached (%s)", strerror(errno));
-		return errno == EMFILE || errno == ENFILE ? -errno : -EBADF;
-	}
-	link[n] = 0;
-	if (strncmp(link, "/dmabuf:", 8)) {
-		snprintf(why, len, "the fd attached is not a dma-buf (it is %.80s)", link);
-		return -EBADF;
-	}
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0) {
-		snprintf(why, len, "cannot look at the fd attached (%s)", strerror(errno));
-		return errno == EMFILE || errno == ENFILE ? -errno : -EBADF;
-	}
-	n = read(f, info, sizeof(info) - 1);
-	close(f);
-	info[n > 0 ? n : 0] = 0;
-	if (!strstr(info, "\nexp_name:\t")) {
-		snprintf(why, len, "the fd attached is not a dma-buf (no exporter in its fdinfo)");
-		return -EBADF;
-	}
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || (flags & O_ACCMODE) != O_RDWR) {
-		snprintf(why, len, "the dma-buf fd attached is not open for reading and writing "
-			 "(O_RDWR): the NIC writes into it");
-		return -EACCES;
-	}
 	return 0;
 }
 
@@ -511,7 +570,7 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 		return (void)reply_err(c, &m->hdr, -EACCES, "uid %u may not use %s (users/groups "
 					"of [nic %s] in %s)", c->uid, ifname, ifname,
 					rdpmd.conf_path);
-	err = dmabuf_fd_check(fd, why, sizeof(why));
+	err = rdpmd.ops->dmabuf_check(fd, why, sizeof(why));
 	if (err)
 		return (void)reply_err(c, &m->hdr, err, "%s", why);
 	/* A dma-buf: fstat does not leave its in-kernel file system. */
@@ -522,10 +581,10 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
 	/* The request is checked before the NIC's state: bad input gets the
 	 * same answer whatever the NIC is doing. */
-	err = devmem_mem_import(&b->mem, fd);
+	err = rdpmd.ops->mem_import(&b->mem, fd);
 	if (err) {
 		free(b);
-		return (void)reply_err(c, &m->hdr, err, "%s", devmem_last_error());
+		return (void)reply_err(c, &m->hdr, err, "%s", rdpmd.ops->last_error());
 	}
 	if (!n->nic)
 		err = reply_err(c, &m->hdr, -ENODEV, "%s is absent or could not be set up (see "
@@ -533,13 +592,13 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 	else if (!n->up)
 		err = reply_err(c, &m->hdr, -ENETDOWN, "%s is down", ifname);
 	else
-		err = register_quota(c, m, n, &st, devmem_mem_size(b->mem));
+		err = register_quota(c, m, n, &st, rdpmd.ops->mem_size(b->mem));
 	if (!err)
 		err = register_queues(c, m, n, b);
 	if (!err)
 		err = register_bind(c, m, n, b, &st);
 	if (err) {
-		devmem_mem_free(b->mem);
+		rdpmd.ops->mem_free(b->mem);
 		free(b);
 	}
 }
@@ -580,19 +639,14 @@ static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 		free(sh);
 		return NULL;
 	}
-	/* Buffers over a page need chunks that size, which a heap's are. */
-	if (shift && (1ul << shift) > (unsigned long)sysconf(_SC_PAGESIZE))
-		err = devmem_mem_heap(&sh->mem, NULL, n->conf.shared_bytes);
-	else
-		err = devmem_mem_udmabuf(&sh->mem, n->conf.shared_bytes, 0);
+	err = rdpmd.ops->mem_shared(&sh->mem, n->conf.shared_bytes, shift);
 	if (!err)
-		err = devmem_bind_rx_page_size(&sh->b, n->nic, sh->mem, sh->q, sh->nq,
-					       shift ? 1u << shift : 0);
+		err = rdpmd.ops->bind_rx(&sh->b, n->nic, sh->mem, sh->q, sh->nq, 1u << shift);
 	if (err) {
 		reply_err(c, &m->hdr, err, "the shared buffer of %llu bytes (shared_bytes of "
 			  "[nic %s]): %s", (unsigned long long)n->conf.shared_bytes, n->conf.name,
-			  devmem_last_error());
-		devmem_mem_free(sh->mem);
+			  rdpmd.ops->last_error());
+		rdpmd.ops->mem_free(sh->mem);
 		free(sh);
 		return NULL;
 	}
@@ -605,15 +659,50 @@ static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 	shareds = sh;
 	rdpm_log(LOG_INFO, "%s: shared buffer of uid %u: %zu bytes bound as dmabuf %u to "
 		 "queue(s) %u-%u, %u-byte buffers", n->conf.name, c->uid,
-		 devmem_mem_size(sh->mem), devmem_binding_id(sh->b), sh->q[0], sh->q[sh->nq - 1],
-		 devmem_binding_page_size(sh->b));
+		 rdpmd.ops->mem_size(sh->mem), rdpmd.ops->binding_id(sh->b), sh->q[0],
+		 sh->q[sh->nq - 1], rdpmd.ops->binding_page_size(sh->b));
 	return sh;
+}
+
+/* log2 of the system page size: what a JOIN's page shift 0 stands for. */
+static unsigned int page_shift(void)
+{
+	return (unsigned int)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
+}
+
+/*
+ * Refuses a JOIN over the quotas on shares: each JOIN passes the client
+ * another fd of the shared dma-buf, so a loop of them would pin fds and
+ * memory without end. At most max_joins_per_client of one connection and
+ * max_joins_per_user of one uid at once; a share counts until it leaves
+ * (UNREGISTER, disconnect).
+ */
+static int join_quota(struct client *c, const struct rdpm_msg *m)
+{
+	unsigned int mine = 0;
+
+	if (c->joins >= rdpmd.conf.max_joins_per_client) {
+		rdpmd.counters.refused_joins++;
+		return reply_err(c, &m->hdr, -EDQUOT, "quota: this connection holds %u shares, "
+				 "max_joins_per_client", c->joins);
+	}
+	for (struct client *o = clients; o; o = o->next)
+		if (o->uid == c->uid)
+			mine += o->joins;
+	if (mine >= rdpmd.conf.max_joins_per_user) {
+		rdpmd.counters.refused_joins++;
+		return reply_err(c, &m->hdr, -EDQUOT, "quota: uid %u holds %u shares, "
+				 "max_joins_per_user", c->uid, mine);
+	}
+	return 0;
 }
 
 /*
  * A share of the user's shared buffer on a NIC: the ranks of a job on one
  * host receive into one dma-buf bound once, instead of one binding (and
  * reserved queue) each. Shares are admitted while they fit in the buffer.
+ * Page shift 0 means the system page size: it and log2 of the page size
+ * name the same buffer.
  */
 static void do_join(struct client *c, const struct rdpm_msg *m)
 {
@@ -623,6 +712,13 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 	struct rdpm_join_reply r;
 	struct shared *sh;
 	struct binding *b;
+
+	if (!shift)
+		shift = page_shift();
+	if (shift < page_shift())
+		return (void)reply_err(c, &m->hdr, -EINVAL, "JOIN: receive buffers of 2^%u bytes "
+					"are smaller than the %ld-byte page", shift,
+					sysconf(_SC_PAGESIZE));
 
 	if (!n)
 		return (void)reply_err(c, &m->hdr, -ENODEV, "%s is not a NIC rdpmd manages "
@@ -644,14 +740,14 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 					"up (see rdpmd's log)", j->ifname);
 	if (!n->up)
 		return (void)reply_err(c, &m->hdr, -ENETDOWN, "%s is down", j->ifname);
-	if (register_quota(c, m, n, NULL, j->bytes))
+	if (join_quota(c, m) || register_quota(c, m, n, NULL, j->bytes))
 		return;
 	sh = shared_find(n, c->uid, shift);
-	if (sh && sh->admitted + j->bytes > devmem_mem_size(sh->mem))
+	if (sh && sh->admitted + j->bytes > rdpmd.ops->mem_size(sh->mem))
 		return (void)reply_err(c, &m->hdr, -EDQUOT, "the shared buffer of uid %u on %s "
 					"holds %zu bytes, %llu of them shared by %u client(s): "
 					"%llu more do not fit", c->uid, j->ifname,
-					devmem_mem_size(sh->mem), (unsigned long long)sh->admitted,
+					rdpmd.ops->mem_size(sh->mem), (unsigned long long)sh->admitted,
 					sh->members, (unsigned long long)j->bytes);
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -661,6 +757,8 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 		return free(b);
 	sh->members++;
 	sh->admitted += j->bytes;
+	c->joins++;
+	nbindings++;
 	b->sh = sh;
 	b->share = j->bytes;
 	b->nq = sh->nq;
@@ -672,12 +770,14 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 	bindings = b;
 	rdpm_log(LOG_INFO, "%s: pid %d uid %u joined the shared buffer, dmabuf %u (handle %u, "
 		 "share %llu bytes; %u member(s))", n->conf.name, c->pid, c->uid,
-		 devmem_binding_id(sh->b), b->handle, (unsigned long long)b->share, sh->members);
-	r = (struct rdpm_join_reply){ .handle = b->handle, .dmabuf_id = devmem_binding_id(sh->b),
+		 rdpmd.ops->binding_id(sh->b), b->handle, (unsigned long long)b->share, sh->members);
+	r = (struct rdpm_join_reply){ .handle = b->handle,
+				      .dmabuf_id = rdpmd.ops->binding_id(sh->b),
 				      .nqueues = b->nq, .members = sh->members,
-				      .size = devmem_mem_size(sh->mem) };
+				      .size = rdpmd.ops->mem_size(sh->mem) };
 	memcpy(r.queues, b->q, sizeof(r.queues));
-	send_msg_fd(c, RDPM_JOIN | RDPM_REPLY, m->hdr.id, &r, sizeof(r), devmem_mem_fd(sh->mem));
+	send_msg_fd(c, RDPM_JOIN | RDPM_REPLY, m->hdr.id, &r, sizeof(r),
+		    rdpmd.ops->mem_fd(sh->mem));
 }
 
 static struct binding *own_binding(struct client *c, uint32_t handle)
@@ -839,10 +939,10 @@ static void do_window(struct client *c, const struct rdpm_msg *m, int fd)
 					"the %llu bytes of the shared buffer that JOIN admitted "
 					"(handle %u)", (unsigned long long)w->bytes,
 					(unsigned long long)b->share, w->handle);
-	if (!b->sh && w->bytes > devmem_mem_size(b->mem))
+	if (!b->sh && w->bytes > rdpmd.ops->mem_size(b->mem))
 		return (void)reply_err(c, &m->hdr, -EINVAL, "a share of %llu bytes is more than "
 					"the %zu-byte dma-buf of buffer %u",
-					(unsigned long long)w->bytes, devmem_mem_size(b->mem),
+					(unsigned long long)w->bytes, rdpmd.ops->mem_size(b->mem),
 					w->handle);
 	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) ||
 	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
@@ -909,6 +1009,15 @@ static void status_counters(struct buf *o, bool json)
 		{ "closed_empty", k->closed_empty },
 		{ "fds_refused", k->fds_refused },
 		{ "listener_paused", k->listener_paused },
+		{ "refused_preauth", k->refused_preauth },
+		{ "refused_no_access", k->refused_no_access },
+		{ "refused_bindings", k->refused_bindings },
+		{ "refused_joins", k->refused_joins },
+		{ "closer_full", k->closer_full },
+		{ "fds_closed", k->fds_closed },
+		{ "closer_pending", rdpm_closer_pending() },
+		{ "log_dropped", rdpm_log_dropped() },
+		{ "log_suppressed", rdpm_log_suppressed() },
 	};
 
 	bprintf(o, json ? ", \"counters\": {" : "counters:\n");
@@ -960,24 +1069,24 @@ static void status_text(struct buf *o, bool json, bool all, uid_t uid)
 			if (b->n != n || (!all && b->c->uid != uid))
 				continue;
 			struct devmem_binding *db = b->sh ? b->sh->b : b->b;
-			uint64_t bytes = b->sh ? b->share : devmem_mem_size(b->mem);
+			uint64_t bytes = b->sh ? b->share : rdpmd.ops->mem_size(b->mem);
 
 			if (json) {
 				bprintf(o, "%s{\"handle\": %u, \"pid\": %d, \"uid\": %u, "
 					"\"dmabuf_id\": %u, \"bytes\": %llu, \"shared\": %s, "
 					"\"page_size\": %u, \"queues\": [",
 					nb ? ", " : "", b->handle, b->c->pid, b->c->uid,
-					devmem_binding_id(db), (unsigned long long)bytes,
-					b->sh ? "true" : "false", devmem_binding_page_size(db));
+					rdpmd.ops->binding_id(db), (unsigned long long)bytes,
+					b->sh ? "true" : "false", rdpmd.ops->binding_page_size(db));
 				for (unsigned int q = 0; q < b->nq; q++)
 					bprintf(o, "%s%u", q ? ", " : "", b->q[q]);
 				bprintf(o, "], \"flows\": [");
 			} else {
 				bprintf(o, "  binding %u: pid %d uid %u dmabuf %u, %llu bytes%s in "
 					"%u-byte buffers, queues", b->handle, b->c->pid, b->c->uid,
-					devmem_binding_id(db), (unsigned long long)bytes,
+					rdpmd.ops->binding_id(db), (unsigned long long)bytes,
 					b->sh ? " (a share of the user's shared buffer)" : "",
-					devmem_binding_page_size(db));
+					rdpmd.ops->binding_page_size(db));
 				for (unsigned int q = 0; q < b->nq; q++)
 					bprintf(o, " %u", b->q[q]);
 				bprintf(o, "\n");
@@ -1065,7 +1174,7 @@ int rdpmd_reload(void)
 		return -ENOMEM;
 	ret = rdpm_conf_load(rdpmd.conf_path, nc, err, sizeof(err));
 	if (!ret)
-		ret = rdpmd_fd_budget(nc, err, sizeof(err));
+		ret = rdpm_conf_fd_budget(nc, err, sizeof(err));
 	if (ret) {
 		rdpm_log(LOG_ERR, "reload: %s; keeping the running configuration", err);
 		free(nc);
@@ -1104,6 +1213,11 @@ int rdpmd_reload(void)
 	rdpmd.conf.max_clients = nc->max_clients;
 	rdpmd.conf.max_clients_per_user = nc->max_clients_per_user;
 	rdpmd.conf.hello_timeout_ms = nc->hello_timeout_ms;
+	rdpmd.conf.max_preauth = nc->max_preauth;
+	rdpmd.conf.max_bindings = nc->max_bindings;
+	rdpmd.conf.max_joins_per_client = nc->max_joins_per_client;
+	rdpmd.conf.max_joins_per_user = nc->max_joins_per_user;
+	rdpmd.conf.dmabuf_exporters = nc->dmabuf_exporters;
 	free(nc);
 	rdpm_log(LOG_NOTICE, "configuration reloaded from %s", rdpmd.conf_path);
 	return 0;
@@ -1119,71 +1233,83 @@ static void do_reload(struct client *c, const struct rdpm_msg *m)
 	send_msg(c, RDPM_RELOAD | RDPM_REPLY, m->hdr.id, NULL, 0);
 }
 
-/* Whether a request of type @type takes a file descriptor (STEER: may). */
-static bool takes_fd(uint16_t type)
+/*
+ * Hands @n fds a client passed to the closer thread. Room was checked
+ * before they were received (client_read); should there be none, closing
+ * here is the last resort (counted, never expected).
+ */
+static void drop_fds(const int *fds, unsigned int n)
 {
-	return type == RDPM_REGISTER || type == RDPM_WINDOW || type == RDPM_STEER;
+	if (!n)
+		return;
+	rdpmd.counters.fds_closed += n;
+	if (!rdpm_closer_push(fds, n))
+		for (unsigned int i = 0; i < n; i++)
+			close(fds[i]);
+}
+
+/* Stops reading @c while the closer queue lacks room for a message's fds. */
+static void client_unread(struct client *c)
+{
+	static struct ratelimit rl;
+	struct epoll_event ev = { .events = 0, .data.ptr = c };
+
+	rdpmd.counters.closer_full++;
+	log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files block "
+		    "their close): clients are not read until they are", rdpm_closer_pending());
+	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	c->unread = true;
 }
 
 /*
- * One packet from @c. File descriptors are taken only with the messages
- * that use one (REGISTER, WINDOW, STEER, after HELLO): the header is peeked at
- * first, and any other message is received without room for them, so the
- * kernel closes them instead of installing them here. Whatever does
- * arrive is closed on every path once the request is done.
+ * One packet from @c. It is received with room for every fd a message can
+ * carry, so that the kernel never closes the ones beyond the room itself:
+ * the last close of a client's file runs in whichever thread drops it, and
+ * may block (closer.c). Every fd received is handed to the closer thread
+ * once the request is done (a binding keeps a dup of its dma-buf); a
+ * message with more or other fds than its type takes is refused.
  */
 static void client_read(struct client *c)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
 	char buf[RDPM_MAX_MSG];
-	struct rdpm_hdr peek = { 0 };
 	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int fds[4], nfds = 0, seen, fd;
-	bool want_fd;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	int fds[RDPM_MSG_MAX_FDS];
+	unsigned int nfds = 0;
+	bool used = false;
 	struct rdpm_msg m;
 	const char *why;
 	ssize_t n;
 	int err;
 
-	n = recv(c->fd, &peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	want_fd = c->hello && n == sizeof(peek) && peek.magic == RDPM_MAGIC &&
-		  takes_fd(peek.type);
-	if (want_fd) {
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-	}
+	if (rdpm_closer_room() < RDPM_MSG_MAX_FDS + 1)
+		return client_unread(c);
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	/* Room for one fd: the kernel installs no more. Any more would be
-	 * closed here all the same. */
-	for (struct cmsghdr *cm = want_fd ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
 	     cm = CMSG_NXTHDR(&mh, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < (int)(sizeof(fds) / sizeof(fds[0])))
+			if (nfds < RDPM_MSG_MAX_FDS)
 				fds[nfds++] = fd;
 			else
-				close(fd);
+				drop_fds(&fd, 1);	/* more than the kernel sends */
 		}
 	}
-	/* Attached but not installed: more than there was room for, or none
-	 * when the message takes none. */
-	seen = nfds + (n >= 0 && (mh.msg_flags & MSG_CTRUNC) ? 1 : 0);
-	if (seen > nfds)
-		rdpmd.counters.fds_refused++;
 	if (n <= 0) {
 		/* The end of the connection, or a 0-byte message: a client of
 		 * this protocol never sends one. */
-		if (n == 0 && seen) {
+		if (n == 0 && nfds) {
 			static struct ratelimit rl;
 
 			rdpmd.counters.closed_empty++;
@@ -1193,38 +1319,40 @@ static void client_read(struct client *c)
 		c->dead = true;
 	} else if (mh.msg_flags & MSG_TRUNC) {
 		rdpm_parse(buf, n, 0, &m, &why);
-		reply_err(c, &m.hdr, -EMSGSIZE, "oversized: longer than %d bytes", RDPM_MAX_MSG);
-	} else if (want_fd && (mh.msg_flags & MSG_CTRUNC) && !nfds) {
-		/* Room for one and none came: the kernel could not install it. */
+		reply_err(c, &m.hdr, -EMSGSIZE, "oversized: longer than %d bytes%s", RDPM_MAX_MSG,
+			  nfds ? " (the file descriptors attached were closed)" : "");
+	} else if (mh.msg_flags & MSG_CTRUNC) {
+		/* Out of fds, the kernel could install only some (or none). */
 		rdpm_parse(buf, n, 0, &m, &why);
-		reply_err(c, &m.hdr, -EMFILE, "rdpmd could not take the file descriptor (out "
+		reply_err(c, &m.hdr, -EMFILE, "rdpmd could not take the file descriptors (out "
 			  "of file descriptors); try again later");
-	} else if ((err = rdpm_parse(buf, n, seen, &m, &why))) {
-		reply_err(c, &m.hdr, err, "malformed request: %s%s", why,
-			  seen ? " (the file descriptors attached were closed)" : "");
+	} else if ((err = rdpm_parse(buf, n, nfds, &m, &why))) {
+		char note[64] = "";
+
+		if (nfds)
+			snprintf(note, sizeof(note), " (%u file descriptor(s) attached, all closed)",
+				 nfds);
+		reply_err(c, &m.hdr, err, "malformed request: %s%s", why, note);
 	} else if (!c->hello && m.hdr.type != RDPM_HELLO) {
 		reply_err(c, &m.hdr, -EPROTO, "out of order: HELLO must come first%s",
-			  seen ? " (the file descriptor attached was closed)" : "");
-	} else if (takes_fd(m.hdr.type) && m.hdr.type != RDPM_STEER && nfds != 1) {
-		/* Cannot happen (want_fd saw the same header); never a bad fd. */
-		reply_err(c, &m.hdr, -EINVAL, "no file descriptor received");
+			  nfds ? " (the file descriptor attached was closed)" : "");
 	} else {
 		switch (m.hdr.type) {
 		case RDPM_HELLO: do_hello(c, &m); break;
-		case RDPM_REGISTER: do_register(c, &m, fds[0]); break;
-		case RDPM_STEER: do_steer(c, &m, nfds ? fds[0] : -1); break;
+		case RDPM_REGISTER: do_register(c, &m, fds[0]); used = true; break;
+		case RDPM_STEER: do_steer(c, &m, nfds ? fds[0] : -1); used = nfds > 0; break;
 		case RDPM_UNSTEER: do_unsteer(c, &m); break;
 		case RDPM_UNREGISTER: do_unregister(c, &m); break;
 		case RDPM_STATUS: do_status(c, &m); break;
 		case RDPM_DRAIN: do_drain(c, &m); break;
 		case RDPM_RELOAD: do_reload(c, &m); break;
-		case RDPM_WINDOW: do_window(c, &m, fds[0]); break;
+		case RDPM_WINDOW: do_window(c, &m, fds[0]); used = true; break;
 		case RDPM_JOIN: do_join(c, &m); break;
 		}
 	}
-	/* The daemon keeps no client fd: a binding holds its own dup. */
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
+	if (nfds && !used)
+		rdpmd.counters.fds_refused++;
+	drop_fds(fds, nfds);
 }
 
 static void listener_arm(bool on)
@@ -1260,7 +1388,7 @@ static void accept_no_fds(int err)
 		close(spare_fd);
 		fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
-			close(fd);
+			drop_fds(&fd, 1);
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (fd >= 0) {
@@ -1280,88 +1408,111 @@ static void accept_no_fds(int err)
 }
 
 /*
- * Whether a connection of @uid may be served now: at most
- * max_clients_per_user of one uid and max_clients in all (admins: beyond
- * both, up to RDPM_ADMIN_SLOTS more, so that rdpmctl works when users have
- * taken every slot). Connections count from accept, HELLO or not.
+ * Whether new connection @c may be served: max_clients in all, at most
+ * max_preauth of them without HELLO yet (a global cap: every uid of a
+ * subuid range is a uid of its own), and at most max_clients_per_user of
+ * one uid. Admins pass all of it within RDPM_ADMIN_SLOTS more, so that
+ * rdpmctl works when users have taken every slot. A uid that may use no
+ * NIC is turned away at HELLO (do_hello), with the reason.
  */
-static bool admit(uid_t uid, pid_t pid)
+static bool admit(const struct client *c)
 {
-	static struct ratelimit rl_all, rl_user;
-	unsigned int mine = 0;
+	static struct ratelimit rl_all, rl_pre, rl_user;
+	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0;
 
-	if (nclients >= rdpmd.conf.max_clients + (is_admin_uid(uid) ? RDPM_ADMIN_SLOTS : 0)) {
+	if (nclients >= rdpmd.conf.max_clients + extra) {
 		rdpmd.counters.refused_max_clients++;
 		log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
-			    "max_clients (%u%s) reached", pid, uid, rdpmd.conf.max_clients,
-			    is_admin_uid(uid) ? " and the admins' slots" : "");
+			    "max_clients (%u%s) reached", c->pid, c->uid, rdpmd.conf.max_clients,
+			    extra ? " and the admins' slots" : "");
 		return false;
 	}
-	if (is_admin_uid(uid))
+	if (npreauth >= rdpmd.conf.max_preauth + extra) {
+		rdpmd.counters.refused_preauth++;
+		log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: "
+			    "max_preauth (%u) connections have not said HELLO yet", c->pid, c->uid,
+			    rdpmd.conf.max_preauth);
+		return false;
+	}
+	if (extra)
 		return true;
-	for (struct client *c = clients; c; c = c->next)
-		mine += c->uid == uid;
+	for (struct client *o = clients; o; o = o->next)
+		mine += o->uid == c->uid;
 	if (mine >= rdpmd.conf.max_clients_per_user) {
 		rdpmd.counters.refused_per_user++;
 		log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
-			    "uid has max_clients_per_user (%u) connections", pid, uid,
+			    "uid has max_clients_per_user (%u) connections", c->pid, c->uid,
 			    rdpmd.conf.max_clients_per_user);
 		return false;
 	}
 	return true;
 }
 
-static void accept_one(int fd)
+bool rdpmd_client_add(int fd, const struct ucred *cr)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	struct client *c = calloc(1, sizeof(*c));
+	socklen_t len = sizeof(c->groups);
+	int force = 1 << 20;
+
+	if (!c) {
+		drop_fds(&fd, 1);
+		return false;
+	}
+	c->fd = fd;
+	c->since = c->log_at = rdpm_now_ms();
+	c->log_tokens = CLIENT_LOG_BURST;
+	c->pid = cr->pid;
+	c->uid = cr->uid;
+	c->gid = cr->gid;
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len))
+		c->ngroups = len / sizeof(gid_t);
+	ev.data.ptr = c;
+	if (!admit(c) || epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		/* Whatever it sent before accept goes with it, in the closer. */
+		drop_fds(&fd, 1);
+		free(c);
+		return false;
+	}
+	/* Room for a full STATUS reply. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &force, sizeof(force));
+	c->next = clients;
+	clients = c;
+	nclients++;
+	npreauth++;
+	rdpm_log(LOG_INFO, "client pid %d uid %u gid %u connected", c->pid, c->uid, c->gid);
+	return true;
+}
+
+static void accept_one(int fd)
+{
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	struct client *c;
-	int force = 1 << 20;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
 		static struct ratelimit rl;
 
 		rdpmd.counters.refused_no_creds++;
 		log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
-		close(fd);
+		drop_fds(&fd, 1);
 		return;
 	}
-	if (!admit(cr.uid, cr.pid)) {
-		close(fd);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		return;
-	}
-	c->fd = fd;
-	c->since = rdpm_now_ms();
-	c->pid = cr.pid;
-	c->uid = cr.uid;
-	c->gid = cr.gid;
-	len = sizeof(c->groups);
-	if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len))
-		c->ngroups = len / sizeof(gid_t);
-	/* Room for a full STATUS reply. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &force, sizeof(force));
-	ev.data.ptr = c;
-	if (epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		close(fd);
-		free(c);
-		return;
-	}
-	c->next = clients;
-	clients = c;
-	nclients++;
-	rdpm_log(LOG_INFO, "client pid %d uid %u gid %u connected", c->pid, c->uid, c->gid);
+	rdpmd_client_add(fd, &cr);
 }
 
 void rdpmd_client_accept(void)
 {
 	for (int i = 0; i < ACCEPT_BATCH && !listen_paused; i++) {
-		int fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
+
+		/* Every connection ends in the closer queue: none without room. */
+		if (rdpm_closer_room() < 2) {
+			rdpmd.counters.closer_full++;
+			listener_arm(false);
+			listen_resume_at = rdpm_now_ms() + CLOSER_RETRY_MS;
+			return;
+		}
+		fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
 			accept_one(fd);
@@ -1383,6 +1534,11 @@ int rdpmd_clients_timeout(void)
 			next = c->since + rdpmd.conf.hello_timeout_ms;
 	if (listen_paused && listen_resume_at < next)
 		next = listen_resume_at;
+	for (struct client *c = clients; c; c = c->next)
+		if (c->unread && now + CLOSER_RETRY_MS < next)
+			next = now + CLOSER_RETRY_MS;
+	if (close_pending && now + CLOSER_RETRY_MS < next)
+		next = now + CLOSER_RETRY_MS;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
@@ -1407,6 +1563,15 @@ void rdpmd_clients_tick(void)
 			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		listener_arm(true);
 	}
+	/* The closer caught up: read the clients left unread again. */
+	for (struct client *c = clients; c; c = c->next) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+
+		if (!c->unread || c->dead || rdpm_closer_room() < RDPM_MSG_MAX_FDS + 1)
+			continue;
+		c->unread = false;
+		epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	}
 }
 
 void rdpmd_client_event(void *client, uint32_t events)
@@ -1421,17 +1586,18 @@ void rdpmd_client_event(void *client, uint32_t events)
 
 void rdpmd_clients_reap(void)
 {
+	close_pending = false;
 	for (struct client *c = clients, *next; c; c = next) {
 		next = c->next;
 		if (c->dead)
-			client_close(c);
+			client_close(c, false);
 	}
 }
 
 void rdpmd_clients_close_all(void)
 {
 	while (clients)
-		client_close(clients);
+		client_close(clients, true);
 	if (spare_fd >= 0)
 		close(spare_fd);
 	spare_fd = -1;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "proto.h"
@@ -109,6 +110,28 @@ static bool parse_ids(char *v, struct rdpm_idlist *l, bool groups)
 	return true;
 }
 
+/* "udmabuf, system". */
+static bool parse_names(char *v, struct rdpm_namelist *l)
+{
+	char *save = NULL, *tok;
+
+	memset(l, 0, sizeof(*l));
+	for (tok = strtok_r(v, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		if (l->n == RDPM_CONF_MAX_IDS || strlen(tok) >= RDPM_CONF_NAME)
+			return false;
+		snprintf(l->name[l->n++], RDPM_CONF_NAME, "%s", tok);
+	}
+	return true;
+}
+
+bool rdpm_namelist_has(const struct rdpm_namelist *l, const char *name)
+{
+	for (unsigned int i = 0; i < l->n; i++)
+		if (!strcmp(l->name[i], name))
+			return true;
+	return false;
+}
+
 bool rdpm_idlist_has(const struct rdpm_idlist *l, uint32_t id)
 {
 	if (l->any)
@@ -135,6 +158,14 @@ static void defaults(struct rdpm_conf *c)
 	c->max_clients = 64;
 	c->max_clients_per_user = 16;
 	c->hello_timeout_ms = 5000;
+	c->max_preauth = 16;
+	c->max_bindings = 256;
+	c->max_joins_per_client = 4;
+	c->max_joins_per_user = 16;
+	/* udmabuf, the system dma-heap, CUDA memory (libdevmem's providers). */
+	char deflt[] = "udmabuf, system, nv_dmabuf";
+
+	parse_names(deflt, &c->dmabuf_exporters);
 }
 
 static void nic_defaults(struct rdpm_nic_conf *n)
@@ -148,7 +179,7 @@ static void nic_defaults(struct rdpm_nic_conf *n)
 int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t errlen)
 {
 	struct rdpm_nic_conf *nic = NULL;
-	bool global = false, per_user_set = false;
+	bool global = false, per_user_set = false, preauth_set = false;
 	const char *p = text;
 	char line[512];
 	int lineno = 0;
@@ -233,6 +264,28 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 						    "4096");
 				c->max_clients_per_user = u;
 				per_user_set = true;
+			} else if (!strcmp(key, "max_preauth")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_preauth: 1 to 4096");
+				c->max_preauth = u;
+				preauth_set = true;
+			} else if (!strcmp(key, "max_bindings")) {
+				if (!parse_u64(val, 65536, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_bindings: 1 to 65536");
+				c->max_bindings = u;
+			} else if (!strcmp(key, "max_joins_per_client") ||
+				   !strcmp(key, "max_joins_per_user")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "%s: 1 to 4096", key);
+				if (!strcmp(key, "max_joins_per_client"))
+					c->max_joins_per_client = u;
+				else
+					c->max_joins_per_user = u;
+			} else if (!strcmp(key, "dmabuf_exporters")) {
+				if (!parse_names(val, &c->dmabuf_exporters))
+					return fail(err, errlen, lineno, "dmabuf_exporters: at most %d "
+						    "names of at most %d characters", RDPM_CONF_MAX_IDS,
+						    RDPM_CONF_NAME - 1);
 			} else if (!strcmp(key, "hello_timeout_ms")) {
 				if (!parse_u64(val, 600000, &u, false) || u < 10)
 					return fail(err, errlen, lineno, "hello_timeout_ms: 10 to "
@@ -283,6 +336,11 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 	}
 	if (!per_user_set && c->max_clients_per_user > c->max_clients)
 		c->max_clients_per_user = c->max_clients;
+	if (!preauth_set && c->max_preauth > c->max_clients)
+		c->max_preauth = c->max_clients;
+	if (c->max_preauth > c->max_clients)
+		return fail(err, errlen, lineno, "max_preauth %u exceeds max_clients %u",
+			    c->max_preauth, c->max_clients);
 	if (c->max_clients_per_user > c->max_clients)
 		return fail(err, errlen, lineno, "max_clients_per_user %u exceeds max_clients %u",
 			    c->max_clients_per_user, c->max_clients);
@@ -296,11 +354,40 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c)
 {
-	unsigned long n = 32 + c->max_clients + RDPM_ADMIN_SLOTS;
+	unsigned long n = 32 + c->max_clients + RDPM_ADMIN_SLOTS + RDPM_CLOSER_SLOTS;
 
 	for (unsigned int i = 0; i < c->nnics; i++)
 		n += 8 + 2ul * c->nics[i].reserve;
 	return n;
+}
+
+/*
+ * The file descriptors the configuration may need must fit RLIMIT_NOFILE
+ * (LimitNOFILE= of rdpmd.service); the soft limit is raised to the hard
+ * one if need be.
+ */
+int rdpm_conf_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen)
+{
+	unsigned long need = rdpm_conf_fds(c);
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim))
+		return 0;
+	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need &&
+	    (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > lim.rlim_cur)) {
+		lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > need ? need :
+			       lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+		getrlimit(RLIMIT_NOFILE, &lim);
+	}
+	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+		snprintf(err, errlen, "max_clients %u and the NICs' reserved queues may need %lu "
+			 "file descriptors, RLIMIT_NOFILE is %llu (hard %llu): raise LimitNOFILE "
+			 "(rdpmd.service) or lower max_clients", c->max_clients, need,
+			 (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
+		return -EMFILE;
+	}
+	return 0;
 }
 
 int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errlen)

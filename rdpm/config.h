@@ -4,6 +4,7 @@
 #define RDPM_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -16,6 +17,13 @@ struct rdpm_idlist {
 	bool any;
 	unsigned int n;
 	uint32_t id[RDPM_CONF_MAX_IDS];
+};
+
+/* A list of names (dma-buf exporters). */
+#define RDPM_CONF_NAME		32
+struct rdpm_namelist {
+	unsigned int n;
+	char name[RDPM_CONF_MAX_IDS][RDPM_CONF_NAME];
 };
 
 struct rdpm_nic_conf {
@@ -34,7 +42,12 @@ struct rdpm_conf {
 	char state_dir[96];
 	unsigned int max_clients;	/* connections at once (admins: a few more) */
 	unsigned int max_clients_per_user;	/* connections at once of one uid */
+	unsigned int max_preauth;	/* connections without HELLO yet, all uids together */
 	unsigned int hello_timeout_ms;	/* a connection without HELLO by then is closed */
+	unsigned int max_bindings;	/* buffers (REGISTER and JOIN) of all users together */
+	unsigned int max_joins_per_client;	/* shares (JOIN) of one connection at once */
+	unsigned int max_joins_per_user;	/* shares of one uid at once */
+	struct rdpm_namelist dmabuf_exporters;	/* exp_name of the dma-bufs REGISTER takes */
 	struct rdpm_idlist admin_users;	/* drain, reload, full STATUS (root always) */
 	unsigned int nnics;
 	struct rdpm_nic_conf nics[RDPM_CONF_MAX_NICS];
@@ -55,16 +68,28 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
  */
 #define RDPM_ADMIN_SLOTS	4
 
+/* Client fds waiting for the closer thread (closer.c) at most. */
+#define RDPM_CLOSER_SLOTS	1024
+
 /*
  * The most file descriptors rdpmd can hold with configuration @c: its own
  * (listener, epoll, signals, netlink, a spare), each connection, each NIC's
  * handle, two per binding (the dma-buf and its netlink socket; a binding
  * takes a reserved queue of its own, so there are at most as many as
- * reserved queues) and the few a request holds for a moment.
+ * reserved queues), the few a request holds for a moment and those
+ * waiting to be closed (RDPM_CLOSER_SLOTS).
  */
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c);
 
+/*
+ * Whether the file descriptors configuration @c may need fit in
+ * RLIMIT_NOFILE (its soft limit raised to the hard one if need be); else
+ * -EMFILE with the reason in @err.
+ */
+int rdpm_conf_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen);
+
 bool rdpm_idlist_has(const struct rdpm_idlist *l, uint32_t id);
+bool rdpm_namelist_has(const struct rdpm_namelist *l, const char *name);
 const struct rdpm_nic_conf *rdpm_conf_nic(const struct rdpm_conf *c, const char *name);
 
 #endif

@@ -1,19 +1,102 @@
 // SPDX-License-Identifier: GPL-2.0
-/* rdpmd's log: one line per event on stderr, where journald reads it. */
+/*
+ * rdpmd's log: one line per event on stderr, where journald reads it. It
+ * never blocks the event loop: stderr is non-blocking and a line that does
+ * not fit is dropped and counted. Notices and info lines (clients cause
+ * most of them) spend tokens of a bucket of LOG_BURST refilled at LOG_RATE
+ * a second; warnings and errors always go.
+ */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "rdpmd.h"
+
+#define LOG_BURST	200
+#define LOG_RATE	50
+
+static uint64_t dropped, suppressed, reported_dropped, reported_suppressed;
+static uint64_t tokens_at;		/* ms when the bucket was last filled */
+static unsigned int tokens = LOG_BURST;
+
+static int stderr_flags = -1;
+
+/* The file status flags belong to the open file, which rdpmd may share
+ * (a terminal): they are put back at exit. */
+static void restore_stderr(void)
+{
+	fcntl(STDERR_FILENO, F_SETFL, stderr_flags);
+}
+
+void rdpm_log_init(void)
+{
+	stderr_flags = fcntl(STDERR_FILENO, F_GETFL);
+	if (stderr_flags >= 0 && !fcntl(STDERR_FILENO, F_SETFL, stderr_flags | O_NONBLOCK))
+		atexit(restore_stderr);
+}
+
+uint64_t rdpm_log_dropped(void)
+{
+	return dropped;
+}
+
+uint64_t rdpm_log_suppressed(void)
+{
+	return suppressed;
+}
+
+/* Whether a notice or info line may go now. */
+static bool budget(void)
+{
+	uint64_t now = rdpm_now_ms(), add = (now - tokens_at) * LOG_RATE / 1000;
+
+	if (add) {
+		tokens = add >= LOG_BURST - tokens ? LOG_BURST : tokens + add;
+		tokens_at = now;
+	}
+	if (!tokens)
+		return false;
+	tokens--;
+	return true;
+}
+
+/* One write per line, so that lines of concurrent writers never mix. */
+static bool put(const char *line, int len)
+{
+	return write(STDERR_FILENO, line, len) == len;
+}
 
 void rdpm_log(int prio, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
+	int n;
 
+	if (prio >= LOG_NOTICE && !budget()) {
+		suppressed++;
+		return;
+	}
+	if (dropped != reported_dropped || suppressed != reported_suppressed) {
+		n = snprintf(buf, sizeof(buf), "<4>log lines left out: %llu (stderr full), %llu "
+			     "(notices over %d a second)\n",
+			     (unsigned long long)(dropped - reported_dropped),
+			     (unsigned long long)(suppressed - reported_suppressed), LOG_RATE);
+		if (!put(buf, n)) {
+			dropped++;
+			return;
+		}
+		reported_dropped = dropped;
+		reported_suppressed = suppressed;
+	}
+	n = snprintf(buf, sizeof(buf), "<%d>", prio);
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
 	va_end(ap);
-	/* One write per line so that lines of concurrent writers never mix. */
-	dprintf(STDERR_FILENO, "<%d>%s\n", prio, buf);
+	n += strlen(buf + n);		/* at most sizeof(buf) - 2: room for the \n */
+	buf[n++] = '\n';
+	if (!put(buf, n))
+		dropped++;
 }

@@ -94,7 +94,7 @@ int rdpm_nic_rule_add(struct rdpm_nic *n, const struct devmem_flow *flow, unsign
 	int err;
 
 	/* The state file records the rule with the reservation. */
-	err = devmem_nic_flow_add(n->nic, flow, &t, rule);
+	err = rdpmd.ops->flow_add(n->nic, flow, &t, rule);
 	if (err)
 		return err;
 	n->rules[queue - n->first]++;
@@ -104,6 +104,30 @@ int rdpm_nic_rule_add(struct rdpm_nic *n, const struct devmem_flow *flow, unsign
 void rdpm_nic_rule_del(struct rdpm_nic *n, uint32_t rule, unsigned int queue)
 {
 	n->rules[queue - n->first]--;
-	if (n->nic && devmem_nic_flow_del(n->nic, rule))
-		rdpm_log(LOG_WARNING, "%s: %s", n->conf.name, devmem_last_error());
+	if (n->nic && rdpmd.ops->flow_del(n->nic, rule))
+		rdpm_log(LOG_WARNING, "%s: %s", n->conf.name, rdpmd.ops->last_error());
 }
+
+/* Receive buffers over a page need chunks that size, which a heap's are. */
+static int mem_shared(struct devmem_mem **out, size_t size, unsigned int shift)
+{
+	if (shift && (1ul << shift) > (unsigned long)sysconf(_SC_PAGESIZE))
+		return devmem_mem_heap(out, NULL, size);
+	return devmem_mem_udmabuf(out, size, 0);
+}
+
+const struct rdpm_nic_ops rdpm_devmem_ops = {
+	.mem_import = devmem_mem_import,
+	.mem_shared = mem_shared,
+	.mem_free = devmem_mem_free,
+	.mem_size = devmem_mem_size,
+	.mem_fd = devmem_mem_fd,
+	.bind_rx = devmem_bind_rx_page_size,
+	.unbind = devmem_unbind,
+	.binding_id = devmem_binding_id,
+	.binding_page_size = devmem_binding_page_size,
+	.flow_add = devmem_nic_flow_add,
+	.flow_del = devmem_nic_flow_del,
+	.dmabuf_check = rdpm_dmabuf_check,
+	.last_error = devmem_last_error,
+};

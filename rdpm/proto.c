@@ -58,6 +58,7 @@ static const size_t body_size[RDPM_TYPE_MAX + 1] = {
 int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const char **why)
 {
 	const unsigned char *p = buf;
+	unsigned int shift;
 	size_t blen;
 
 	memset(m, 0, sizeof(*m));
@@ -150,8 +151,10 @@ int rdpm_parse(const void *buf, size_t len, int nfds, struct rdpm_msg *m, const 
 			FAIL(-EINVAL, "JOIN: bad interface name");
 		if (m->u.join.flags & ~RDPM_REGISTER_PAGE_SHIFT)
 			FAIL(-EINVAL, "JOIN: unknown flags");
-		if ((m->u.join.flags & RDPM_REGISTER_PAGE_SHIFT) > 31)
-			FAIL(-EINVAL, "JOIN: page shift over 31");
+		shift = m->u.join.flags & RDPM_REGISTER_PAGE_SHIFT;
+		if (shift && (shift < RDPM_JOIN_MIN_SHIFT || shift > RDPM_JOIN_MAX_SHIFT))
+			FAIL(-EINVAL, "JOIN: page shift neither 0 (the page size) nor 12 to 21 "
+			     "(4 KiB to 2 MiB buffers)");
 		if (m->u.join.pad)
 			FAIL(-EINVAL, "JOIN: non-zero padding");
 		if (!m->u.join.bytes)

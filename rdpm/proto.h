@@ -7,6 +7,15 @@
 #include <stddef.h>
 #include "rdpm_proto.h"
 
+/*
+ * A JOIN's page shift: 0 is the system page size (the same buffer as its
+ * log2), else log2 of the receive buffers, from the smallest page any
+ * architecture has to a huge page. Others are refused before any memory
+ * is allocated.
+ */
+#define RDPM_JOIN_MIN_SHIFT	12
+#define RDPM_JOIN_MAX_SHIFT	21
+
 struct rdpm_msg {
 	struct rdpm_hdr hdr;		/* zero unless a whole header arrived */
 	union {

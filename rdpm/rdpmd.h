@@ -12,8 +12,75 @@
 #include "rdpm_proto.h"
 #include "config.h"
 
-/* log.c: one line per event on stderr, "<N>" priority first: journald reads it. */
+/*
+ * log.c: one line per event on stderr, "<N>" priority first: journald reads
+ * it. Never blocks (rdpm_log_init makes stderr non-blocking): a line that
+ * does not fit is dropped and counted, and the next line that fits says
+ * how many went. Notices and info lines share a budget (a token bucket),
+ * so that clients cannot flood the journal; warnings and errors always go.
+ */
+void rdpm_log_init(void);
 void rdpm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Lines dropped: stderr full, or over the notice budget. */
+uint64_t rdpm_log_dropped(void);
+uint64_t rdpm_log_suppressed(void);
+
+/*
+ * closer.c: a thread that closes the file descriptors clients passed.
+ * close() of a client's file can block for as long as the client likes (a
+ * TCP socket with SO_LINGER towards a peer with a zero window, a FUSE
+ * file's flush), so the event loop never closes one itself. The queue is
+ * bounded: rdpm_closer_room() says how many more it takes now.
+ */
+int rdpm_closer_start(void);
+/* Queues @n fds for closing; false (nothing queued) when they do not fit. */
+bool rdpm_closer_push(const int *fds, unsigned int n);
+unsigned int rdpm_closer_room(void);
+/* Fds queued and not yet closed. */
+unsigned int rdpm_closer_pending(void);
+
+/* The most fds one SCM_RIGHTS message can carry (the kernel's SCM_MAX_FD). */
+#define RDPM_MSG_MAX_FDS	253
+
+/*
+ * The NIC and memory layer clients.c works through: libdevmem on a host
+ * (rdpm_devmem_ops, nicstate.c); the fuzzer and unit tests of the client
+ * code put a layer of their own here, so that every request runs without
+ * a NIC. Errors are -errno with the reason in last_error().
+ */
+struct rdpm_nic_ops {
+	/* A client's fd (already checked to be a dma-buf, dmabuf.c) imported. */
+	int (*mem_import)(struct devmem_mem **out, int fd);
+	/* A shared buffer of @size bytes for receive buffers of 2^@shift. */
+	int (*mem_shared)(struct devmem_mem **out, size_t size, unsigned int shift);
+	void (*mem_free)(struct devmem_mem *mem);
+	size_t (*mem_size)(const struct devmem_mem *mem);
+	int (*mem_fd)(const struct devmem_mem *mem);
+	int (*bind_rx)(struct devmem_binding **out, struct devmem_nic *nic,
+		       struct devmem_mem *mem, const unsigned int *queues, unsigned int n,
+		       uint32_t page_size);
+	void (*unbind)(struct devmem_binding *b);
+	uint32_t (*binding_id)(const struct devmem_binding *b);
+	uint32_t (*binding_page_size)(const struct devmem_binding *b);
+	int (*flow_add)(struct devmem_nic *nic, const struct devmem_flow *flow,
+			const struct devmem_flow_target *t, uint32_t *rule);
+	int (*flow_del)(struct devmem_nic *nic, uint32_t rule);
+	/* Whether @fd is a dma-buf rdpmd takes: 0, or -errno with why (dmabuf.c). */
+	int (*dmabuf_check)(int fd, char *why, size_t len);
+	const char *(*last_error)(void);
+};
+extern const struct rdpm_nic_ops rdpm_devmem_ops;
+
+/*
+ * dmabuf.c: whether @fd, a client's, is a dma-buf open O_RDWR whose
+ * exporter the configuration allows (dmabuf_exporters), judged without
+ * touching its file system; 0 or an error reply's -errno, why in @why.
+ */
+int rdpm_dmabuf_check(int fd, char *why, size_t len);
+/* Whether fdinfo text @info names an exporter (exp_name) on list @allowed:
+ * 0, -EBADF (none) or -EPERM (another), why in @why. */
+int rdpm_dmabuf_info_check(const char *info, const struct rdpm_namelist *allowed, char *why,
+			   size_t len);
 
 /* A configured NIC and what rdpmd changed on it. */
 struct rdpm_nic {
@@ -40,6 +107,12 @@ struct rdpm_counters {
 	uint64_t closed_empty;		/* a 0-byte message */
 	uint64_t fds_refused;		/* fds attached where none is taken: closed */
 	uint64_t listener_paused;	/* times the listener was paused, out of fds */
+	uint64_t refused_preauth;	/* max_preauth connections without HELLO reached */
+	uint64_t refused_no_access;	/* a uid that may use no NIC and is no admin */
+	uint64_t refused_bindings;	/* max_bindings (all users) reached */
+	uint64_t refused_joins;		/* max_joins_per_client or _per_user reached */
+	uint64_t closer_full;		/* a client not read: the closer queue was full */
+	uint64_t fds_closed;		/* client fds handed to the closer thread */
 };
 
 /* The daemon's state (server.c). */
@@ -51,6 +124,7 @@ struct rdpmd {
 	int epfd;
 	int lfd;			/* the listening socket; epoll data &lfd */
 	struct rdpm_counters counters;
+	const struct rdpm_nic_ops *ops;	/* the NIC layer (rdpm_devmem_ops) */
 };
 
 extern struct rdpmd rdpmd;
@@ -75,6 +149,10 @@ uint64_t rdpm_now_ms(void);
  * event of a client's socket; closing the clients that died (after an
  * event batch), or all (at exit). */
 void rdpmd_client_accept(void);
+/* Serves connected socket @fd as a client with credentials @cr (the
+ * accept path's SO_PEERCRED; the fuzzer's own); false: refused, closed. */
+struct ucred;
+bool rdpmd_client_add(int fd, const struct ucred *cr);
 /* Reserves the spare fd the accept path uses when out of fds; -errno. */
 int rdpmd_clients_init(void);
 /* The epoll_wait timeout until the next deadline (a HELLO, the paused
@@ -90,12 +168,6 @@ void rdpmd_clients_close_all(void);
  * telling the clients with @event when non-zero; how many went. */
 struct client;
 unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event);
-/*
- * Whether the file descriptors configuration @c may need fit in
- * RLIMIT_NOFILE (its soft limit raised to the hard one if need be); else
- * -EMFILE with the reason in @err (server.c).
- */
-int rdpmd_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen);
 /* Re-reads the configuration: access lists and quotas change now. */
 int rdpmd_reload(void);
 

@@ -29,7 +29,7 @@
 #include "proto.h"
 #include "rdpmd.h"
 
-struct rdpmd rdpmd = { .conf_path = RDPM_DEFAULT_CONF };
+struct rdpmd rdpmd = { .conf_path = RDPM_DEFAULT_CONF, .ops = &rdpm_devmem_ops };
 
 /* Health: a managed NIC going down, away or coming (back) (rtnetlink). */
 static int link_cb(const struct nlmsghdr *nlh, void *data)
@@ -138,35 +138,6 @@ static bool dir_safe(const char *path, const char *what, bool strict)
 	}
 }
 
-/*
- * The file descriptors the configuration may need must fit RLIMIT_NOFILE
- * (LimitNOFILE= of rdpmd.service); the soft limit is raised to the hard
- * one if need be.
- */
-int rdpmd_fd_budget(const struct rdpm_conf *c, char *err, size_t errlen)
-{
-	unsigned long need = rdpm_conf_fds(c);
-	struct rlimit lim;
-
-	if (getrlimit(RLIMIT_NOFILE, &lim))
-		return 0;
-	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need &&
-	    (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > lim.rlim_cur)) {
-		lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > need ? need :
-			       lim.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &lim);
-		getrlimit(RLIMIT_NOFILE, &lim);
-	}
-	if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
-		snprintf(err, errlen, "max_clients %u and the NICs' reserved queues may need %lu "
-			 "file descriptors, RLIMIT_NOFILE is %llu (hard %llu): raise LimitNOFILE "
-			 "(rdpmd.service) or lower max_clients", c->max_clients, need,
-			 (unsigned long long)lim.rlim_cur, (unsigned long long)lim.rlim_max);
-		return -EMFILE;
-	}
-	return 0;
-}
-
 /* The socket's directory: made if missing (0755), and safe (dir_safe). */
 static bool socket_dir_ok(const char *path)
 {
@@ -241,7 +212,7 @@ static void configure(int argc, char **argv)
 		}
 		snprintf(rdpmd.conf.socket, sizeof(rdpmd.conf.socket), "%s", sock_override);
 	}
-	if (rdpmd_fd_budget(&rdpmd.conf, err, sizeof(err))) {
+	if (rdpm_conf_fd_budget(&rdpmd.conf, err, sizeof(err))) {
 		rdpm_log(LOG_ERR, "%s: refusing to start", err);
 		exit(1);
 	}
@@ -333,6 +304,7 @@ int main(int argc, char **argv)
 	unsigned int ready;
 	int lfd, sfd;
 
+	rdpm_log_init();
 	configure(argc, argv);
 	sfd = signals_fd();
 	lfd = listen_on(rdpmd.conf.socket);
@@ -341,6 +313,10 @@ int main(int argc, char **argv)
 	rdpmd.lfd = lfd;
 	if (rdpmd_clients_init()) {
 		rdpm_log(LOG_ERR, "/dev/null: %m");
+		return 1;
+	}
+	if (rdpm_closer_start()) {
+		rdpm_log(LOG_ERR, "cannot start the closer thread");
 		return 1;
 	}
 	nl = mnl_socket_open(NETLINK_ROUTE);

@@ -10,15 +10,11 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
-san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cflags="-O1 -g -std=gnu11 -Wall -Wextra -Werror $san -I$top/uapi -I$top/userspace/libdevmem"
-libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl"
-make -s -C "$top/userspace/libdevmem" || exit 1
-cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{server,clients,log,nicstate,config,proto,owner}.c $libs || exit 1
-cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" $libs || exit 1
+. "$top/rdpm/tests/lib.sh"
+rdpm_build || exit 1
 cc $cflags -I"$top/userspace/include" -o "$tmp/rdpm_client" "$top/selftests/rdpm/rdpm_client.c" $libs ||
 	exit 1
-export ASAN_OPTIONS=detect_leaks=1 RDPM_SOCKET=$tmp/rdpm.sock
+export RDPM_SOCKET=$tmp/rdpm.sock
 cat > "$tmp/rdpm.conf" <<CONF
 [global]
 socket = $tmp/rdpm.sock
@@ -29,15 +25,7 @@ users = *
 users = *
 shared_bytes = 0
 CONF
-fails=0
-check() {
-	local what=$1
-	shift
-	if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
-"$tmp/rdpmd" -c "$tmp/rdpm.conf" 2> "$tmp/log" &
-pid=$!
-for _ in $(seq 50); do grep -q "<6>ready" "$tmp/log" && break; sleep 0.1; done
+rdpm_start "$tmp/rdpm.conf"
 check "rdpmd starts without its NICs" grep -q "<6>ready: 0 of 2 NIC" "$tmp/log"
 check "... saying why" grep -q "^<3>dtb: .*no such interface" "$tmp/log"
 "$tmp/rdpm_client" malformed > "$tmp/out" 2>&1
@@ -77,13 +65,7 @@ done
 check "rdpmd survives vanishing clients" kill -0 $pid
 check "a second rdpmd on the same socket refuses to start" eval \
 	"! \"$tmp/rdpmd\" -c \"$tmp/rdpm.conf\" 2> /dev/null"
-kill -TERM $pid
-wait $pid
-rc=$?
-pid=
-check "rdpmd exits cleanly on SIGTERM (status 0, no sanitizer report)" test $rc = 0
-check "... no sanitizer output" eval "! grep -q 'Sanitizer\|runtime error' '$tmp/log'"
-check "... every log line has a priority prefix" eval "! grep -qv '^<[0-7]>' '$tmp/log'"
+rdpm_stop
 cat "$tmp/log"
 echo "$fails check(s) failed"
 [ $fails = 0 ]

@@ -20,6 +20,24 @@
                                      "errno E after S s: TEXT"; exit 4 when KIND
                                      cannot be made here, with the reason
   rdpm_hostile.py status             HELLO, STATUS (JSON); prints the text
+  rdpm_hostile.py linger SECONDS PID passes rdpmd (PID; with a REGISTER, refused) a
+                                     TCP socket whose close blocks SECONDS: SO_LINGER
+                                     on, unsent data towards a local peer that never
+                                     reads (a zero window); closes its own copy, so
+                                     rdpmd's is the last; then times a new client's
+                                     HELLO: prints "hello after S s" (exit 0 when
+                                     answered)
+  rdpm_hostile.py hellos N           N clients one after the other, HELLO each, up
+                                     to the first unanswered; prints "answered A of
+                                     N, slowest S s"
+  rdpm_hostile.py badflood N         HELLO, then N malformed requests (UNSTEER of
+                                     flow 0), each answered; prints "refused N pid P"
+  rdpm_hostile.py fds K              HELLO, then a REGISTER with K fds attached;
+                                     prints "errno E: TEXT"
+  rdpm_hostile.py silenthold N S     N connections that say nothing; prints "open A
+                                     closed B" after 0.5 s, holds them S seconds more
+  rdpm_hostile.py stuckerr CMD...    runs CMD with its stderr on a 4 KiB pipe that
+                                     nobody reads (CMD holds the read end)
 
 The socket is $RDPM_SOCKET. Exit 1 on an unexpected failure.
 """
@@ -28,6 +46,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import signal
 import socket
 import struct
 import sys
@@ -35,7 +54,7 @@ import tempfile
 import time
 
 MAGIC = 0x4D504452
-HELLO, REGISTER, STATUS = 1, 2, 6
+HELLO, REGISTER, UNSTEER, STATUS = 1, 2, 4, 6
 ERROR = 0x4000
 HDR = struct.Struct("=IHHII")
 SOCK = os.environ.get("RDPM_SOCKET", "/run/rdpm/rdpm.sock")
@@ -92,10 +111,22 @@ def null_fds(k):
     return [os.open("/dev/null", os.O_RDONLY) for _ in range(k)]
 
 
+def connect_retry(timeout=3.0):
+    """connect(), waiting while the listen backlog is full (EAGAIN)."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return connect(timeout)
+        except BlockingIOError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.01)
+
+
 def fdflood(n, k):
     fds = null_fds(k)
     for _ in range(n):
-        s = connect()
+        s = connect_retry()
         send(s, b"", fds)
         s.close()
     for fd in fds:
@@ -272,6 +303,125 @@ def status():
     return 0
 
 
+def timed_hello():
+    """Seconds a new client waits for its HELLO reply; None: no reply."""
+    t0 = time.monotonic()
+    try:
+        s = connect_retry(5.0)
+        say_hello(s)
+        s.close()
+    except OSError:
+        return None
+    return time.monotonic() - t0
+
+
+def linger(seconds, pid):
+    peer = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    peer.bind(("127.0.0.1", 0))
+    peer.listen(1)
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    t.connect(peer.getsockname())
+    conn, _ = peer.accept()  # never read: its window closes
+    t.setblocking(False)
+    sent = 0
+    try:
+        while True:
+            sent += t.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, seconds))
+    s = connect(3.0)
+    say_hello(s)
+    # rdpmd stopped while the fd is passed and this copy closed: its own
+    # copy must be the last one, whenever it reads the message.
+    os.kill(pid, signal.SIGSTOP)
+    send(s, register_msg(), [t.fileno()])  # refused: not a dma-buf
+    t.close()
+    os.kill(pid, signal.SIGCONT)
+    time.sleep(0.2)
+    took = timed_hello()
+    try:
+        reply(s)
+    except OSError:
+        pass
+    conn.close()
+    peer.close()
+    if took is None:
+        print("hello not answered (%d bytes stuck in the lingering socket)" % sent)
+        return 1
+    print("hello after %.2f s (%d bytes stuck in the lingering socket)" % (took, sent))
+    return 0
+
+
+def hellos(n):
+    ok = []
+    for _ in range(n):
+        t = timed_hello()
+        if t is None:
+            break  # a stalled rdpmd: the rest would wait as long
+        ok.append(t)
+    print("answered %d of %d, slowest %.2f s" % (len(ok), n, max(ok) if ok else 0))
+    return 0
+
+
+def badflood(n):
+    s = connect(5.0)
+    say_hello(s)
+    refused = 0
+    for i in range(n):
+        send(s, msg(UNSTEER, struct.pack("=I", 0), i + 2))
+        r = reply(s)
+        if r and r[1]:
+            refused += 1
+    print("refused %d pid %d" % (refused, os.getpid()))
+    return 0 if refused == n else 1
+
+
+def fds(k):
+    s = connect(3.0)
+    say_hello(s)
+    f = null_fds(k)
+    send(s, register_msg(), f)
+    for fd in f:
+        os.close(fd)
+    r = reply(s)
+    if not r:
+        print("no reply")
+        return 1
+    print("errno %s: %s" % (errno.errorcode.get(r[1], r[1]), r[2]))
+    return 0
+
+
+def silenthold(n, seconds):
+    held = [connect(3.0) for _ in range(n)]
+    time.sleep(0.5)
+    closed = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            closed += s.recv(16) == b""
+        except BlockingIOError:
+            pass
+        except ConnectionResetError:
+            closed += 1
+    print("open %d closed %d" % (n - closed, closed), flush=True)
+    time.sleep(seconds)
+    return 0
+
+
+F_SETPIPE_SZ = 1031
+
+
+def stuckerr(cmd):
+    r, w = os.pipe()
+    fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
+    os.dup2(w, 2)
+    os.set_inheritable(r, True)
+    os.execv(cmd[0], cmd)
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "fdflood" and len(argv) == 4:
@@ -289,6 +439,18 @@ def main(argv):
         return register(argv[2])
     if cmd == "status" and len(argv) == 2:
         return status()
+    if cmd == "linger" and len(argv) == 4:
+        return linger(int(argv[2]), int(argv[3]))
+    if cmd == "hellos" and len(argv) == 3:
+        return hellos(int(argv[2]))
+    if cmd == "badflood" and len(argv) == 3:
+        return badflood(int(argv[2]))
+    if cmd == "fds" and len(argv) == 3:
+        return fds(int(argv[2]))
+    if cmd == "silenthold" and len(argv) == 4:
+        return silenthold(int(argv[2]), float(argv[3]))
+    if cmd == "stuckerr" and len(argv) > 2:
+        return stuckerr(argv[2:])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -33,7 +33,7 @@ int main(void)
 	r = rdpm_conf_parse("[global]\nmax_clients = 100\nmax_clients_per_user = 7\n"
 			    "hello_timeout_ms = 250\n[nic a]\nreserve = 3\n", &c, err, sizeof(err));
 	CHECK(r == 0 && c.max_clients_per_user == 7 && c.hello_timeout_ms == 250, "limits: %s", err);
-	CHECK(rdpm_conf_fds(&c) == 32 + 100 + RDPM_ADMIN_SLOTS + 8 + 2 * 3, "fds: %lu",
+	CHECK(rdpm_conf_fds(&c) == 32 + 100 + RDPM_ADMIN_SLOTS + 1024 + 8 + 2 * 3, "fds: %lu",
 	      rdpm_conf_fds(&c));
 	r = rdpm_conf_parse("[global]\nmax_clients = 64\n", &c, err, sizeof(err));
 	CHECK(r == 0 && c.max_clients_per_user == 16, "max_clients_per_user default");
@@ -42,9 +42,35 @@ int main(void)
 	CHECK(n && n->reserve == 2 && n->max_rules == 64 && n->max_bytes == 1ull << 30 &&
 	      n->shared_bytes == 256ull << 20 && !n->users.n && !n->users.any, "nic defaults");
 
+	/* The global caps and the dma-buf exporters. */
+	r = rdpm_conf_parse("", &c, err, sizeof(err));
+	CHECK(r == 0 && c.max_preauth == 16 && c.max_bindings == 256 &&
+	      c.max_joins_per_client == 4 && c.max_joins_per_user == 16, "cap defaults");
+	CHECK(rdpm_namelist_has(&c.dmabuf_exporters, "udmabuf") &&
+	      rdpm_namelist_has(&c.dmabuf_exporters, "system") &&
+	      rdpm_namelist_has(&c.dmabuf_exporters, "nv_dmabuf") &&
+	      !rdpm_namelist_has(&c.dmabuf_exporters, "i915") && c.dmabuf_exporters.n == 3,
+	      "dmabuf_exporters default: udmabuf, system, nv_dmabuf");
+	r = rdpm_conf_parse("[global]\nmax_clients = 10\n", &c, err, sizeof(err));
+	CHECK(r == 0 && c.max_preauth == 10, "max_preauth follows a smaller max_clients");
+	r = rdpm_conf_parse("[global]\nmax_preauth = 3\nmax_bindings = 9\n"
+			    "max_joins_per_client = 2\nmax_joins_per_user = 5\n"
+			    "dmabuf_exporters = udmabuf\n", &c, err, sizeof(err));
+	CHECK(r == 0 && c.max_preauth == 3 && c.max_bindings == 9 &&
+	      c.max_joins_per_client == 2 && c.max_joins_per_user == 5, "caps: %s", err);
+	CHECK(rdpm_namelist_has(&c.dmabuf_exporters, "udmabuf") &&
+	      !rdpm_namelist_has(&c.dmabuf_exporters, "system"), "dmabuf_exporters = udmabuf");
+
 	static const struct {
 		const char *text, *msg;
 	} bad[] = {
+		{ "[global]\nmax_preauth = 0\n", "line 2: max_preauth: 1 to 4096" },
+		{ "[global]\nmax_clients = 4\nmax_preauth = 5\n", "max_preauth 5 exceeds" },
+		{ "[global]\nmax_bindings = 0\n", "line 2: max_bindings" },
+		{ "[global]\nmax_joins_per_client = 0\n", "line 2: max_joins_per_client" },
+		{ "[global]\nmax_joins_per_user = x\n", "line 2: max_joins_per_user" },
+		{ "[global]\ndmabuf_exporters = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+		  "line 2: dmabuf_exporters" },
 		{ "key = 1\n", "line 1: \"key\" outside a section" },
 		{ "[global]\nbogus = 1\n", "line 2: unknown key" },
 		{ "[nic eth1]\nreserve = 0\n", "line 2: reserve" },

@@ -2,6 +2,7 @@
 /* rdpm_parse(): every request type accepted when well-formed, and each way
  * a request can be malformed refused with its errno. */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -204,6 +205,16 @@ int main(void)
 	join.flags = 32;
 	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
 	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join page shift over 31");
+	/* 0 (the page size) and 12 to 21 are buffer sizes; 1 to 11 are not,
+	 * and are refused before rdpmd allocates anything. */
+	for (unsigned int shift = 0; shift < 32; shift++) {
+		bool ok = !shift || (shift >= 12 && shift <= 21);
+
+		join.flags = shift;
+		len = mk(&p, RDPM_JOIN, &join, sizeof(join));
+		CHECK((parse(&p, len, 0, &m) == 0) == ok, "join page shift %u %s", shift,
+		      ok ? "taken" : "refused");
+	}
 	join.flags = 1u << 6;
 	len = mk(&p, RDPM_JOIN, &join, sizeof(join));
 	CHECK(parse(&p, len, 0, &m) == -EINVAL, "join unknown flag");

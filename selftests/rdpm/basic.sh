@@ -110,7 +110,7 @@ check "... and its binding" within_1s no_bindings
 out=$(as_user 1001 $CLIENT register dtb 2>&1)
 check "an unauthorised uid (1001) is refused" test $? = 1
 echo "$out"
-check "... saying why" grep -q "uid 1001 may not use dtb" <<< "$out"
+check "... saying why" grep -q "uid 1001 may use no NIC of rdpmd" <<< "$out"
 # The kernel lets uid 1000 listen on port 80 here: rdpmd's low_port_users decides.
 lowstart=$(b sysctl -n net.ipv4.ip_unprivileged_port_start)
 b sysctl -qw net.ipv4.ip_unprivileged_port_start=0
