@@ -689,17 +689,17 @@ static struct binding *own_binding(struct client *c, uint32_t handle)
 }
 
 /*
- * The flow a STEER asks for, in @out: read from the socket @fd the client
- * passed (its own: owner.c), or as given by an administrator without one.
- * 0, or the error reply's -errno.
+ * The flow a STEER asks for on NIC @n, in @out: read from the socket @fd
+ * the client passed (its own: owner.c; *@sk then says how to find it
+ * again), or as given by an administrator without one. 0, or the error
+ * reply's -errno.
  */
 static int steer_flow(struct client *c, const struct rdpm_msg *m, int fd,
-		      struct devmem_flow *out)
+		      const struct rdpm_nic *n, struct devmem_flow *out, struct rdpm_sock *sk)
 {
 	const struct rdpm_steer *s = &m->u.steer;
-	struct rdpm_sock sk;
 	const char *reason;
-	char why[160];
+	char why[200];
 	int err;
 
 	if (fd < 0) {
@@ -713,12 +713,15 @@ static int steer_flow(struct client *c, const struct rdpm_msg *m, int fd,
 		memcpy(out->dst, s->dst, 16);
 		return 0;
 	}
-	err = rdpm_sock_read(fd, c->uid, &sk, why, sizeof(why));
+	err = rdpm_sock_read(fd, c->uid, sk, why, sizeof(why));
 	if (err)
 		return reply_err(c, &m->hdr, err, "STEER: %s", why);
-	err = rdpm_sock_flow(&sk, s, out, &reason);
+	err = rdpm_sock_flow(sk, s, out, &reason);
 	if (err)
 		return reply_err(c, &m->hdr, err, "STEER: %s", reason);
+	err = rdpm_flow_on_nic(sk, out, n->ifindex, n->conf.name, why, sizeof(why));
+	if (err)
+		return reply_err(c, &m->hdr, err, "STEER: %s", why);
 	return 0;
 }
 
@@ -758,13 +761,14 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 	struct rdpm_steer_reply r;
 	unsigned int count = 0, best;
 	struct devmem_flow want;
+	struct rdpm_sock sk;
 	struct flow *f;
 	int err;
 
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
 					"client (REGISTER one first)", s->handle);
-	if (steer_flow(c, m, fd, &want))
+	if (steer_flow(c, m, fd, b->n, &want, &sk))
 		return;
 	if (want.dport < 1024 && c->uid != 0 &&
 	    !rdpm_idlist_has(&b->n->conf.low_port_users, c->uid))

@@ -14,7 +14,7 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-poin
 cflags="-O1 -g -std=gnu11 -Wall -Wextra -Werror $san -I$top/uapi -I$top/userspace/libdevmem"
 libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl"
 make -s -C "$top/userspace/libdevmem" || exit 1
-cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{server,clients,log,nicstate,config,proto,owner}.c $libs || exit 1
+cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{server,clients,log,nicstate,config,proto,owner,nlquery}.c $libs || exit 1
 cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" $libs || exit 1
 cc $cflags -I"$top/userspace/include" -o "$tmp/rdpm_client" "$top/selftests/rdpm/rdpm_client.c" $libs ||
 	exit 1

@@ -29,7 +29,7 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-poin
 cflags="-O1 -g -std=gnu11 -Wall -Wextra -Werror $san -I$top/uapi -I$top/userspace/libdevmem"
 libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl"
 make -s -C "$top/userspace/libdevmem" || exit 1
-cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{server,clients,log,nicstate,config,proto}.c $libs || exit 1
+cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{server,clients,log,nicstate,config,proto,owner,nlquery}.c $libs || exit 1
 cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" $libs || exit 1
 # The system's python: a uid other than root may not reach a per-user one.
 py=/usr/bin/python3
