@@ -29,6 +29,9 @@
 #define LISTEN_PAUSE_MS		1000
 /* Connections accepted per listener event, so that clients get a turn. */
 #define ACCEPT_BATCH		32
+/* How often the sockets that proved flows are looked at again: a rule
+ * outlives its socket by at most this long. */
+#define FLOW_CHECK_MS		1000
 
 
 struct client;
@@ -72,6 +75,8 @@ struct flow {
 	struct devmem_flow f;
 	uint32_t rule;
 	unsigned int queue;
+	bool proven;			/* by socket sk; else an administrator's tuple */
+	struct rdpm_sock sk;
 };
 
 struct client {
@@ -93,6 +98,7 @@ static struct shared *shareds;
 static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
+static uint64_t next_flow_check;
 static unsigned int nclients;
 /* Closed to accept (and close) a connection when out of fds, then reopened. */
 static int spare_fd = -1;
@@ -788,6 +794,9 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 	if (!f)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
 	f->f = want;
+	f->proven = fd >= 0;
+	if (f->proven)
+		f->sk = sk;
 	/* The least-loaded queue of the binding. */
 	best = b->q[0];
 	for (unsigned int i = 1; i < b->nq; i++)
@@ -1387,15 +1396,51 @@ int rdpmd_clients_timeout(void)
 			next = c->since + rdpmd.conf.hello_timeout_ms;
 	if (listen_paused && listen_resume_at < next)
 		next = listen_resume_at;
+	for (struct flow *f = flows; f; f = f->next)
+		if (f->proven && next_flow_check < next)
+			next = next_flow_check;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+/*
+ * Removes the rules whose socket is closed or no longer holds the flow:
+ * rdpmd keeps no copy of a socket (that would keep its port open), so it
+ * asks the kernel about each one by its cookie, every FLOW_CHECK_MS. The
+ * client learns it from the next request on the flow (ENOENT).
+ */
+static void flows_check(uint64_t now)
+{
+	static struct ratelimit rl, gone;
+	char why[160];
+
+	if (now < next_flow_check)
+		return;
+	next_flow_check = now + FLOW_CHECK_MS;
+	for (struct flow *f = flows, *next; f; f = next) {
+		int err;
+
+		next = f->next;
+		if (!f->proven)
+			continue;
+		err = rdpm_sock_alive(&f->sk, why, sizeof(why));
+		if (err == -ENOENT || err == -ESTALE) {
+			log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed from "
+				    "%s: %s", f->c->pid, f->c->uid, f->id, f->b->n->conf.name, why);
+			flow_remove(f);
+		} else if (err) {
+			/* Kept: proven at the last look; asked again next time. */
+			log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, why);
+		}
+	}
 }
 
 void rdpmd_clients_tick(void)
 {
 	uint64_t now = rdpm_now_ms();
 
+	flows_check(now);
 	for (struct client *c = clients; c; c = c->next) {
 		if (c->hello || c->dead || now < c->since + rdpmd.conf.hello_timeout_ms)
 			continue;
