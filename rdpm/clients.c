@@ -34,6 +34,9 @@
 #define CLIENT_LOG_MS		1000
 /* While clients wait for the closer thread, the loop looks again this often. */
 #define CLOSER_RETRY_MS		100
+/* How often the sockets that proved flows are looked at again: a rule
+ * outlives its socket by at most this long. */
+#define FLOW_CHECK_MS		1000
 
 
 struct client;
@@ -77,6 +80,8 @@ struct flow {
 	struct devmem_flow f;
 	uint32_t rule;
 	unsigned int queue;
+	bool proven;			/* by socket sk; else an administrator's tuple */
+	struct rdpm_sock sk;
 };
 
 struct client {
@@ -103,6 +108,7 @@ static struct shared *shareds;
 static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
+static uint64_t next_flow_check;
 static unsigned int nclients, npreauth, nbindings;
 /* Clients that died with their socket not yet handed to the closer. */
 static bool close_pending;
@@ -789,17 +795,17 @@ static struct binding *own_binding(struct client *c, uint32_t handle)
 }
 
 /*
- * The flow a STEER asks for, in @out: read from the socket @fd the client
- * passed (its own: owner.c), or as given by an administrator without one.
- * 0, or the error reply's -errno.
+ * The flow a STEER asks for on NIC @n, in @out: read from the socket @fd
+ * the client passed (its own: owner.c; *@sk then says how to find it
+ * again), or as given by an administrator without one. 0, or the error
+ * reply's -errno.
  */
 static int steer_flow(struct client *c, const struct rdpm_msg *m, int fd,
-		      struct devmem_flow *out)
+		      const struct rdpm_nic *n, struct devmem_flow *out, struct rdpm_sock *sk)
 {
 	const struct rdpm_steer *s = &m->u.steer;
-	struct rdpm_sock sk;
 	const char *reason;
-	char why[160];
+	char why[200];
 	int err;
 
 	if (fd < 0) {
@@ -813,12 +819,15 @@ static int steer_flow(struct client *c, const struct rdpm_msg *m, int fd,
 		memcpy(out->dst, s->dst, 16);
 		return 0;
 	}
-	err = rdpm_sock_read(fd, c->uid, &sk, why, sizeof(why));
+	err = rdpm_sock_read(fd, c->uid, sk, why, sizeof(why));
 	if (err)
 		return reply_err(c, &m->hdr, err, "STEER: %s", why);
-	err = rdpm_sock_flow(&sk, s, out, &reason);
+	err = rdpm_sock_flow(sk, s, out, &reason);
 	if (err)
 		return reply_err(c, &m->hdr, err, "STEER: %s", reason);
+	err = rdpm_flow_on_nic(sk, out, n->ifindex, n->conf.name, why, sizeof(why));
+	if (err)
+		return reply_err(c, &m->hdr, err, "STEER: %s", why);
 	return 0;
 }
 
@@ -858,13 +867,14 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 	struct rdpm_steer_reply r;
 	unsigned int count = 0, best;
 	struct devmem_flow want;
+	struct rdpm_sock sk;
 	struct flow *f;
 	int err;
 
 	if (!b)
 		return (void)reply_err(c, &m->hdr, -ENOENT, "no buffer with handle %u of this "
 					"client (REGISTER one first)", s->handle);
-	if (steer_flow(c, m, fd, &want))
+	if (steer_flow(c, m, fd, b->n, &want, &sk))
 		return;
 	if (want.dport < 1024 && c->uid != 0 &&
 	    !rdpm_idlist_has(&b->n->conf.low_port_users, c->uid))
@@ -884,6 +894,9 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 	if (!f)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
 	f->f = want;
+	f->proven = fd >= 0;
+	if (f->proven)
+		f->sk = sk;
 	/* The least-loaded queue of the binding. */
 	best = b->q[0];
 	for (unsigned int i = 1; i < b->nq; i++)
@@ -1539,15 +1552,51 @@ int rdpmd_clients_timeout(void)
 			next = now + CLOSER_RETRY_MS;
 	if (close_pending && now + CLOSER_RETRY_MS < next)
 		next = now + CLOSER_RETRY_MS;
+	for (struct flow *f = flows; f; f = f->next)
+		if (f->proven && next_flow_check < next)
+			next = next_flow_check;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
+}
+
+/*
+ * Removes the rules whose socket is closed or no longer holds the flow:
+ * rdpmd keeps no copy of a socket (that would keep its port open), so it
+ * asks the kernel about each one by its cookie, every FLOW_CHECK_MS. The
+ * client learns it from the next request on the flow (ENOENT).
+ */
+static void flows_check(uint64_t now)
+{
+	static struct ratelimit rl, gone;
+	char why[160];
+
+	if (now < next_flow_check)
+		return;
+	next_flow_check = now + FLOW_CHECK_MS;
+	for (struct flow *f = flows, *next; f; f = next) {
+		int err;
+
+		next = f->next;
+		if (!f->proven)
+			continue;
+		err = rdpm_sock_alive(&f->sk, why, sizeof(why));
+		if (err == -ENOENT || err == -ESTALE) {
+			log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed from "
+				    "%s: %s", f->c->pid, f->c->uid, f->id, f->b->n->conf.name, why);
+			flow_remove(f);
+		} else if (err) {
+			/* Kept: proven at the last look; asked again next time. */
+			log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, why);
+		}
+	}
 }
 
 void rdpmd_clients_tick(void)
 {
 	uint64_t now = rdpm_now_ms();
 
+	flows_check(now);
 	for (struct client *c = clients; c; c = c->next) {
 		if (c->hello || c->dead || now < c->since + rdpmd.conf.hello_timeout_ms)
 			continue;

@@ -2,16 +2,27 @@
 /*
  * Flow ownership for STEER. A client proves which flow is its own with the
  * TCP socket that holds it: the kernel let that socket bind its local port
- * (and, connected, gave it its peer), so no other user's socket holds the
- * same. rdpmd reads the tuple from the socket rather than believing the
- * request, and takes the owner from the socket's inode: the uid that
- * created (or accepted) it, which stays the same when the socket is passed
- * to another process or user. Rules of different users must not overlap,
- * so that no one's rule can take packets of another's flow.
+ * (and, connected, gave it its peer). That holds the port only within one
+ * network namespace and one device binding (SO_BINDTODEVICE), while the
+ * NIC rule matches packets on the wire, for every namespace behind the NIC
+ * (macvlan, ipvlan, bridged guests). So the socket must be in rdpmd's
+ * namespace, bound to no device or to the NIC, and the rule's local
+ * address must be one assigned to the NIC there: never a wildcard, never
+ * an address bound with IP_FREEBIND or IP_TRANSPARENT.
+ *
+ * rdpmd reads the tuple from the socket rather than believing the request,
+ * then has the kernel's one record of the socket (sock_diag, found by its
+ * cookie) confirm every part it read: the client holds the socket too and
+ * could change it between two system calls. It takes the owner from the
+ * socket's inode: the uid that created (or accepted) it, which stays the
+ * same when the socket is passed to another process or user. Rules of
+ * different users must not overlap, so that no one's rule can take
+ * packets of another's flow.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -20,7 +31,12 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
+#include "nlquery.h"
 #include "owner.h"
+
+#ifndef IPV6_FREEBIND
+#define IPV6_FREEBIND 78	/* linux/in6.h; glibc's netinet/in.h lacks it */
+#endif
 
 static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -88,7 +104,7 @@ static void addr_of(const struct sockaddr_storage *ss, uint8_t a[16], uint16_t *
 }
 
 /* Whether @fd's socket lives in rdpmd's network namespace, where the NICs
- * are: a port is only someone's within one namespace. */
+ * and their addresses are: a port is held only within one namespace. */
 static int same_netns(int fd, char *why, size_t len)
 {
 	struct stat theirs, ours;
@@ -113,11 +129,52 @@ static int same_netns(int fd, char *why, size_t len)
 	return 0;
 }
 
+/* The kernel's overflow uid: what a uid unmapped in rdpmd's user namespace
+ * reads as. Many users' sockets may read as it, so it proves nothing. */
+static uid_t overflow_uid(void)
+{
+	static uid_t uid = (uid_t)-1;
+	unsigned int u = 65534;
+	FILE *f;
+
+	if (uid != (uid_t)-1)
+		return uid;
+	f = fopen("/proc/sys/kernel/overflowuid", "re");
+	if (f) {
+		if (fscanf(f, "%u", &u) != 1)
+			u = 65534;
+		fclose(f);
+	}
+	uid = u;
+	return uid;
+}
+
+/* An int socket option of @fd, or -1. */
+static int sockopt(int fd, int level, int name)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	return getsockopt(fd, level, name, &v, &l) ? -1 : v;
+}
+
+/* Whether @fd may bind addresses that are not the host's (IP_FREEBIND,
+ * IP_TRANSPARENT and their IPv6 twins): its local address proves nothing. */
+static bool binds_foreign(int fd, int domain)
+{
+	if (domain == AF_INET6)
+		return sockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND) != 0 ||
+		       sockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT) != 0;
+	return sockopt(fd, IPPROTO_IP, IP_FREEBIND) != 0 ||
+	       sockopt(fd, IPPROTO_IP, IP_TRANSPARENT) != 0;
+}
+
 int rdpm_sock_read(int fd, uid_t uid, struct rdpm_sock *s, char *why, size_t len)
 {
 	struct sockaddr_storage local = { 0 }, peer = { 0 };
 	socklen_t ll = sizeof(local), pl = sizeof(peer), l;
-	int domain = 0, type = 0, proto = 0, listening = 0, v6only = 0, err;
+	int domain = 0, type = 0, proto = 0, err;
+	uint64_t cookie = 0;
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
@@ -138,6 +195,11 @@ int rdpm_sock_read(int fd, uid_t uid, struct rdpm_sock *s, char *why, size_t len
 		snprintf(why, len, "cannot tell who owns the socket attached");
 		return -EBADF;
 	}
+	if (uid == overflow_uid() || st.st_uid == overflow_uid()) {
+		snprintf(why, len, "uid %u is the overflow uid (a uid rdpmd's user namespace "
+			 "does not map): it proves no ownership", (unsigned int)overflow_uid());
+		return -EPERM;
+	}
 	if (st.st_uid != uid) {
 		snprintf(why, len, "the socket attached was made by another user: steer with a "
 			 "socket of your own");
@@ -146,36 +208,124 @@ int rdpm_sock_read(int fd, uid_t uid, struct rdpm_sock *s, char *why, size_t len
 	err = same_netns(fd, why, len);
 	if (err)
 		return err;
+	if (binds_foreign(fd, domain)) {
+		snprintf(why, len, "the socket may bind addresses that are not the host's "
+			 "(IP_FREEBIND or IP_TRANSPARENT set, or unreadable): it proves no address");
+		return -EACCES;
+	}
+	s->ifindex = (uint32_t)sockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX);
+	if (s->ifindex == (uint32_t)-1) {
+		snprintf(why, len, "cannot read the socket's device binding (%s)", strerror(errno));
+		return -EINVAL;
+	}
 	if (getsockname(fd, (struct sockaddr *)&local, &ll) || ll > sizeof(local) ||
 	    local.ss_family != domain) {
 		snprintf(why, len, "cannot read the socket's local address (%s)", strerror(errno));
 		return -EINVAL;
 	}
-	s->f.family = domain;
-	addr_of(&local, s->f.dst, &s->f.dport);
-	if (!s->f.dport) {
+	s->domain = domain;
+	addr_of(&local, s->local, &s->lport);
+	if (!s->lport) {
 		snprintf(why, len, "the socket attached is not bound to a port");
 		return -EINVAL;
 	}
-	l = sizeof(int);
-	getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
-	s->listening = listening;
+	s->listening = sockopt(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1;
 	/* Bound without listening holds no port against others (SO_REUSEADDR
 	 * lets another socket bind it too): listening or connected only. */
-	if (!listening) {
+	if (!s->listening) {
 		if (getpeername(fd, (struct sockaddr *)&peer, &pl) || pl > sizeof(peer) ||
 		    peer.ss_family != domain) {
 			snprintf(why, len, "the socket attached neither listens nor is connected");
 			return -ENOTCONN;
 		}
-		addr_of(&peer, s->f.src, &s->f.sport);
+		addr_of(&peer, s->peer, &s->pport);
 	}
-	if (domain == AF_INET6 && listening && zero(s->f.dst, 16)) {
-		l = sizeof(int);
-		getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &l);
-		s->dual = !v6only;
+	if (domain == AF_INET6 && s->listening && zero(s->local, 16))
+		s->dual = sockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY) == 0;
+	l = sizeof(cookie);
+	if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &l)) {
+		snprintf(why, len, "cannot read the socket's cookie (%s)", strerror(errno));
+		return -EINVAL;
 	}
+	s->cookie = cookie;
+	s->uid = uid;
+	s->ino = st.st_ino;
+	/* Each read above was a moment of its own; the kernel's record is one
+	 * moment and must agree with them all. */
+	err = rdpm_sock_alive(s, why, len);
+	if (err == -ENOENT || err == -ESTALE) {
+		snprintf(why, len, "the socket changed while rdpmd read it");
+		return -ESTALE;
+	}
+	if (err)
+		return err;
+	s->f.family = domain;
+	memcpy(s->f.dst, s->local, 16);
+	s->f.dport = s->lport;
+	memcpy(s->f.src, s->peer, 16);
+	s->f.sport = s->pport;
 	rdpm_flow_canon(&s->f);
+	return 0;
+}
+
+int rdpm_sock_alive(const struct rdpm_sock *s, char *why, size_t len)
+{
+	size_t n = s->domain == AF_INET6 ? 16 : 4;
+	struct rdpm_diag d;
+	int err = rdpm_diag_find(s->domain, s->lport, s->cookie, &d);
+
+	if (err < 0) {
+		snprintf(why, len, "cannot look the socket up (sock_diag: %s)", strerror(-err));
+		return err;
+	}
+	if (!err || !d.inode) {
+		snprintf(why, len, "the socket is closed (or shut down: neither listening nor "
+			 "connected)");
+		return -ENOENT;
+	}
+	if (s->listening ? d.state != TCP_LISTEN :
+	    d.state != TCP_ESTABLISHED && d.state != TCP_CLOSE_WAIT) {
+		snprintf(why, len, "the socket no longer %s", s->listening ? "listens" :
+			 "is connected");
+		return -ESTALE;
+	}
+	if (d.family != s->domain || memcmp(d.local, s->local, n) || d.lport != s->lport ||
+	    (!s->listening && (memcmp(d.peer, s->peer, n) || d.pport != s->pport)) ||
+	    d.ifindex != s->ifindex || d.uid != s->uid || d.inode != s->ino ||
+	    (s->dual && d.v6only != 0)) {
+		snprintf(why, len, "the socket's addresses, device or owner changed");
+		return -ESTALE;
+	}
+	return 0;
+}
+
+int rdpm_flow_on_nic(const struct rdpm_sock *s, const struct devmem_flow *f, int ifindex,
+		     const char *ifname, char *why, size_t len)
+{
+	int err;
+
+	if (s->ifindex && s->ifindex != (uint32_t)ifindex) {
+		snprintf(why, len, "the socket is bound to another device (ifindex %u) than %s "
+			 "(SO_BINDTODEVICE, a VRF): its port there is not its port on %s",
+			 s->ifindex, ifname, ifname);
+		return -EACCES;
+	}
+	if (zero(f->dst, 16)) {
+		snprintf(why, len, "the socket listens on every address: name one of %s's "
+			 "addresses as the local (destination) address", ifname);
+		return -EDESTADDRREQ;
+	}
+	err = rdpm_if_has_addr(ifindex, f->family, f->dst);
+	if (err < 0) {
+		snprintf(why, len, "cannot read %s's addresses (rtnetlink: %s)", ifname,
+			 strerror(-err));
+		return err;
+	}
+	if (!err) {
+		snprintf(why, len, "the local (destination) address is not one of %s's: the "
+			 "rule would take packets of another host or namespace", ifname);
+		return -EADDRNOTAVAIL;
+	}
 	return 0;
 }
 

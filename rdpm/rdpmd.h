@@ -156,10 +156,10 @@ bool rdpmd_client_add(int fd, const struct ucred *cr);
 /* Reserves the spare fd the accept path uses when out of fds; -errno. */
 int rdpmd_clients_init(void);
 /* The epoll_wait timeout until the next deadline (a HELLO, the paused
- * listener); -1: none. */
+ * listener, the re-check of the sockets that proved flows); -1: none. */
 int rdpmd_clients_timeout(void);
 /* Acts on the deadlines that passed: closes connections without HELLO,
- * resumes a paused listener. */
+ * resumes a paused listener, removes flows whose socket is gone. */
 void rdpmd_clients_tick(void);
 void rdpmd_client_event(void *client, uint32_t events);
 void rdpmd_clients_reap(void);

@@ -13,6 +13,13 @@
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
+static int zero16(const uint8_t *a)
+{
+	static const uint8_t z[16];
+
+	return !memcmp(a, z, sizeof(z));
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
 	struct rdpm_msg m;
@@ -34,12 +41,15 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		if (m.hdr.type == RDPM_REGISTER &&
 		    (!rdpm_ifname_ok(m.u.reg.ifname, sizeof(m.u.reg.ifname)) || data[0] % 3 != 1))
 			abort();
+		/* At most one fd, and only on the requests that take one. */
+		if (data[0] % 3 > 1)
+			abort();
 		/* STEER: family 0 (the socket's flow) only with a socket and
 		 * nothing else named; without one, a local port. */
 		if (m.hdr.type == RDPM_STEER && m.u.steer.family != AF_INET &&
 		    m.u.steer.family != AF_INET6 &&
 		    (m.u.steer.family || data[0] % 3 != 1 || m.u.steer.dport ||
-		     m.u.steer.sport || m.u.steer.src[0] || m.u.steer.dst[0]))
+		     m.u.steer.sport || !zero16(m.u.steer.src) || !zero16(m.u.steer.dst)))
 			abort();
 		if (m.hdr.type == RDPM_STEER && data[0] % 3 == 0 && !m.u.steer.dport)
 			abort();

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <string.h>
@@ -190,10 +191,13 @@ static void sockets(void)
 	close(ls);
 }
 
-/* A socket made in another network namespace: its port is not the NIC's. */
-static void other_netns(void)
+/*
+ * A listener made by a child after @how ("netns": in a new network
+ * namespace; "overflow": as the overflow uid 65534), passed back to us;
+ * -1 when the child failed.
+ */
+static int child_listener(const char *how)
 {
-	struct rdpm_sock s;
 	int sp[2], status, fd = -1;
 	char byte;
 	pid_t pid;
@@ -212,7 +216,8 @@ static void other_netns(void)
 		uint16_t port;
 		int ls;
 
-		if (unshare(CLONE_NEWNET))
+		if (!strcmp(how, "netns") ? unshare(CLONE_NEWNET) != 0 :
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 			_exit(2);
 		ls = listener(AF_INET, NULL, &port);
 		cm->cmsg_level = SOL_SOCKET;
@@ -234,13 +239,170 @@ static void other_netns(void)
 			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
 	}
 	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "a listener in a new network namespace (unshare needs root)");
+	close(sp[0]);
+	close(sp[1]);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A socket made in another network namespace: its port is not the NIC's. */
+static void other_netns(void)
+{
+	struct rdpm_sock s;
+	int fd = child_listener("netns");
+
+	CHECK(fd >= 0, "a listener in a new network namespace (unshare needs root)");
 	CHECK(fd >= 0 && rdpm_sock_read(fd, 0, &s, why, sizeof(why)) == -EACCES,
 	      "a socket of another network namespace: %s", why);
 	close(fd);
-	close(sp[0]);
-	close(sp[1]);
+}
+
+/* The overflow uid is what any unmapped uid reads as: it proves nothing,
+ * even when the client's uid reads as it too. */
+static void overflow_uid(void)
+{
+	struct rdpm_sock s;
+	int fd = child_listener("overflow");
+
+	CHECK(fd >= 0, "a listener made as uid 65534");
+	CHECK(fd >= 0 && rdpm_sock_read(fd, 65534, &s, why, sizeof(why)) == -EPERM &&
+	      strstr(why, "overflow uid"), "the overflow uid's socket, for the overflow uid: %s",
+	      why);
+	close(fd);
+}
+
+/* A socket that may bind foreign addresses, or is bound to a device. */
+static void binding_options(void)
+{
+	static const struct { int level, name; const char *what; } opts[] = {
+		{ IPPROTO_IP, IP_FREEBIND, "IP_FREEBIND" },
+		{ IPPROTO_IP, IP_TRANSPARENT, "IP_TRANSPARENT" },
+	};
+	struct devmem_flow f;
+	struct rdpm_sock s;
+	uint16_t port;
+	int one = 1, ls, lo = (int)if_nametoindex("lo");
+
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		ls = listener(AF_INET, "127.0.0.1", &port);
+		CHECK(ls >= 0 && !setsockopt(ls, opts[i].level, opts[i].name, &one, sizeof(one)),
+		      "setting %s", opts[i].what);
+		CHECK(rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == -EACCES,
+		      "a listener with %s: %s", opts[i].what, why);
+		close(ls);
+	}
+	ls = socket(AF_INET6, SOCK_STREAM, 0);
+	CHECK(!setsockopt(ls, IPPROTO_IPV6, 78 /* IPV6_FREEBIND */, &one, sizeof(one)) &&
+	      !listen(ls, 1), "an IPv6 listener with IPV6_FREEBIND");
+	CHECK(rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == -EACCES,
+	      "... refused: %s", why);
+	close(ls);
+
+	/* SO_BINDTODEVICE: its port is its own on that device only. */
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(ls >= 0 && !setsockopt(ls, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) &&
+	      !listen(ls, 1), "a listener bound to lo");
+	f = v4(NULL, 0, "127.0.0.1", 0);
+	CHECK(rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0 && s.ifindex == (uint32_t)lo,
+	      "... reads as bound to lo: %s", why);
+	f.dport = s.f.dport;
+	CHECK(rdpm_flow_on_nic(&s, &f, lo, "lo", why, sizeof(why)) == 0,
+	      "... may steer on lo: %s", why);
+	CHECK(rdpm_flow_on_nic(&s, &f, lo + 1000, "other", why, sizeof(why)) == -EACCES,
+	      "... not on another NIC: %s", why);
+	close(ls);
+}
+
+/* The rule's local address must be one of the NIC's (lo here): never a
+ * wildcard, never another host's or namespace's. */
+static void nic_addresses(void)
+{
+	int lo = (int)if_nametoindex("lo");
+	struct devmem_flow f, want;
+	struct rdpm_steer r = { .handle = 1 };
+	struct rdpm_sock s;
+	const char *reason;
+	uint16_t port;
+	int ls = listener(AF_INET, NULL, &port);
+
+	CHECK(ls >= 0 && lo > 0 && rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0,
+	      "a wildcard listener: %s", why);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == 0 &&
+	      rdpm_flow_on_nic(&s, &f, lo, "lo", why, sizeof(why)) == -EDESTADDRREQ,
+	      "... its bare flow (dst *:port) refused: %s", why);
+	want = v4(NULL, 0, "10.200.0.9", port);
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == 0 &&
+	      rdpm_flow_on_nic(&s, &f, lo, "lo", why, sizeof(why)) == -EADDRNOTAVAIL,
+	      "... narrowed to an address that is not lo's, refused: %s", why);
+	want = v4(NULL, 0, "127.0.0.1", port);
+	r = req_of(&want);
+	CHECK(rdpm_sock_flow(&s, &r, &f, &reason) == 0 &&
+	      rdpm_flow_on_nic(&s, &f, lo, "lo", why, sizeof(why)) == 0,
+	      "... narrowed to lo's 127.0.0.1: %s", why);
+	close(ls);
+	ls = listener(AF_INET6, "::1", &port);
+	CHECK(ls >= 0 && rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0 &&
+	      rdpm_flow_on_nic(&s, &s.f, lo, "lo", why, sizeof(why)) == 0,
+	      "an IPv6 listener on lo's ::1: %s", why);
+	close(ls);
+}
+
+/*
+ * rdpm_sock_alive: the kernel's record must agree with every part read
+ * (what catches a socket changed between rdpm_sock_read's reads), and a
+ * socket closed, shut down or disconnected no longer proves its flow.
+ */
+static void lifetime(void)
+{
+	struct rdpm_sock s, t;
+	uint16_t port;
+	int ls = listener(AF_INET, "127.0.0.1", &port), c, a;
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	CHECK(ls >= 0 && rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0 && s.cookie,
+	      "a listener: %s", why);
+	CHECK(rdpm_sock_alive(&s, why, sizeof(why)) == 0, "... alive: %s", why);
+	t = s;
+	t.cookie++;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ENOENT, "another cookie: %s", why);
+	t = s;
+	t.local[3] = 2;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "another local address: %s", why);
+	t = s;
+	t.listening = false;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "read as connected: %s", why);
+	t = s;
+	t.ifindex = 1;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "read as bound to lo: %s", why);
+	t = s;
+	t.uid = 1000;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "read as another uid's: %s", why);
+
+	c = connect_to(port);
+	a = accept(ls, NULL, NULL);
+	CHECK(c >= 0 && a >= 0 && rdpm_sock_read(a, 0, &t, why, sizeof(why)) == 0 &&
+	      rdpm_sock_alive(&t, why, sizeof(why)) == 0, "the accepted end, alive: %s", why);
+	t.pport++;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "another peer port: %s", why);
+	close(a);
+	t.pport--;
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ENOENT,
+	      "the accepted end closed (FIN_WAIT, no file): %s", why);
+	CHECK(rdpm_sock_read(c, 0, &t, why, sizeof(why)) == 0, "the connecting end: %s", why);
+	CHECK(connect(c, &sa, sizeof(sa)) == 0, "... disconnected (AF_UNSPEC)");
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) != 0, "... no longer proves its flow: %s",
+	      why);
+	close(c);
+
+	CHECK(shutdown(ls, SHUT_RD) == 0, "the listener shut down");
+	CHECK(rdpm_sock_alive(&s, why, sizeof(why)) == -ENOENT,
+	      "... no longer listens (closed, unhashed): %s", why);
+	close(ls);
+	CHECK(rdpm_sock_alive(&s, why, sizeof(why)) == -ENOENT, "... closed: %s", why);
 }
 
 int main(void)
@@ -250,5 +412,9 @@ int main(void)
 	overlaps();
 	sockets();
 	other_netns();
+	overflow_uid();
+	binding_options();
+	nic_addresses();
+	lifetime();
 	return check_done("t_owner");
 }

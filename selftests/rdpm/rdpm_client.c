@@ -18,10 +18,12 @@
  *                                            root with RDPM_UID: drops to that uid);
  *                                            says "capture done: N failed", waits for
  *                                            a signal
- *   rdpm_client own IFACE PORT [mapped|raw]  listen on PORT (mapped: ::ffff:10.99.0.2;
- *                                            raw: steer the tuple without a socket) and
- *                                            steer it; hold it until a signal; exit 4
- *                                            when refused with EADDRINUSE
+ *   rdpm_client own IFACE PORT [mapped|raw|close]  listen on PORT (mapped:
+ *                                            ::ffff:10.99.0.2; raw: steer the tuple
+ *                                            without a socket) and steer it to
+ *                                            10.99.0.2; hold it until a signal (close:
+ *                                            close the listener first, say "closed");
+ *                                            exit 4 when refused with EADDRINUSE
  *   rdpm_client register IFACE               register only
  *   rdpm_client lowport IFACE PORT           steer a port < 1024
  *   rdpm_client cycles IFACE N               N steer/unsteer cycles
@@ -405,6 +407,25 @@ static int do_quota(const char *ifname)
 	return !!fails;
 }
 
+/* Steers a listener with IP_FREEBIND bound to 10.99.0.77 (no one's) @port. */
+static int steer_freebind(struct rdpm_client *c, uint32_t handle, unsigned int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct devmem_flow flow = tcp4(port);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ret;
+	unsigned int q;
+	uint32_t fid;
+
+	inet_pton(AF_INET, "10.99.0.77", &sa.sin_addr);
+	if (s < 0 || setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) ||
+	    bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 1))
+		die("freebind listener");
+	inet_pton(AF_INET, "10.99.0.77", flow.dst);
+	ret = rdpm_steer_socket(c, handle, s, &flow, &q, &fid);
+	close(s);
+	return ret;
+}
+
 /*
  * Another user than @port's owner tries to steer @port into a buffer of
  * its own, every way it could: each must be refused, and its own port must
@@ -442,7 +463,17 @@ static int do_capture(const char *ifname, unsigned int port)
 		die("listen");
 	fails += expect(rdpm_steer_socket(c, b.handle, ls, &wild, &q, &fid), -EACCES,
 			"the victim's port named with a socket of ours on another port");
-	if (rdpm_steer_socket(c, b.handle, ls, NULL, &q, &fid)) {
+	/* The rule matches on the wire: its address must be one of the NIC's. */
+	fails += expect(rdpm_steer_socket(c, b.handle, ls, NULL, &q, &fid), -EDESTADDRREQ,
+			"our wildcard listener's port on every address");
+	wild.dport = port + 1;
+	inet_pton(AF_INET, "10.99.0.1", wild.dst);	/* the peer's, in ns1 */
+	fails += expect(rdpm_steer_socket(c, b.handle, ls, &wild, &q, &fid), -EADDRNOTAVAIL,
+			"our port on an address that is not the NIC's");
+	fails += expect(steer_freebind(c, b.handle, port + 2), -EACCES,
+			"a socket with IP_FREEBIND on an address the NIC lacks");
+	flow = tcp4(port + 1);
+	if (rdpm_steer_socket(c, b.handle, ls, &flow, &q, &fid)) {
 		printf("FAIL: steering our own port %u: %s\n", port + 1, devmem_last_error());
 		fails++;
 	} else {
@@ -461,8 +492,8 @@ static int do_capture(const char *ifname, unsigned int port)
 static int do_own(const char *ifname, unsigned int port, const char *how)
 {
 	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
-	struct devmem_flow wild = { .family = AF_INET, .dport = port };
-	bool raw = how && !strcmp(how, "raw");
+	struct devmem_flow wild = { .family = AF_INET, .dport = port }, own = tcp4(port);
+	bool raw = how && !strcmp(how, "raw"), ls6 = how && !strcmp(how, "mapped");
 	struct devmem_mem *mem;
 	struct rdpm_buffer b;
 	struct rdpm_client *c = setup(ifname, &mem, &b, 4u << 20);
@@ -485,12 +516,19 @@ static int do_own(const char *ifname, unsigned int port, const char *how)
 		}
 	}
 	ret = raw ? rdpm_steer(c, b.handle, &wild, &q, &fid) :
-		    rdpm_steer_socket(c, b.handle, ls, NULL, &q, &fid);
+		    rdpm_steer_socket(c, b.handle, ls, ls6 ? NULL : &own, &q, &fid);
 	if (ret) {
 		printf("refused: %s\n", devmem_last_error());
 		return ret == -EADDRINUSE ? 4 : 1;
 	}
 	printf("steered port %u to queue %u: flow %u\n", port, q, fid);
+	fflush(stdout);
+	if (how && !strcmp(how, "close")) {
+		/* rdpmd follows the socket: the rule must go with it. */
+		close(ls);
+		printf("closed\n");
+		fflush(stdout);
+	}
 	pause();
 	return 0;
 }

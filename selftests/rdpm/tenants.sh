@@ -8,11 +8,21 @@
 # Each is refused, no rule appears, B can still steer its own port, and A's
 # data lands whole in A's buffer. An administrator's bare tuple on a port
 # then makes the same port refused to a tenant's socket, plain or
-# v4-mapped IPv6, without naming the administrator.
+# v4-mapped IPv6, without naming the administrator. A rule's address must
+# be the NIC's (not every address, not the peer's, not one bound with
+# IP_FREEBIND). A rule lives no longer than its socket: once A closes its
+# listener (still connected to rdpmd), rdpmd removes A's rule within its
+# 1 s re-check and B may take the port.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rdpm_lib.sh"
 
 bytes=${RDPM_TEST_BYTES:-20000000}
+U1002=(ip netns exec ns2 setpriv --reuid 1002 --regid 1002 --clear-groups)
+# No rule within rdpmd's 1 s re-check of sockets, plus 1 s margin.
+no_rules_within_2s() {
+	for _ in $(seq 40); do no_rules && return 0; sleep 0.05; done
+	no_rules
+}
 rdpm_setup
 sed -i 's/^users = root, 1000$/users = root, 1000, 1002/' $RDPM_CONF
 check "rdpmd starts" start_rdpmd
@@ -36,6 +46,11 @@ check "... a bare tuple: only administrators" \
 	test "$(grep -c 'ok: the victim.s port .* refused: rdpmd: STEER without a socket' <<< "$out")" = 2
 check "... a socket root made" grep -q "ok: a socket another user (root) made refused: .*made by another user" <<< "$out"
 check "... A's port named with B's socket" grep -q "ok: .* refused: .*local (destination) port is not the socket's" <<< "$out"
+check "... B's wildcard listener's port on every address" \
+	grep -q "ok: our wildcard listener's port on every address refused: .*name one of dtb's addresses" <<< "$out"
+check "... B's port on the peer's address" \
+	grep -q "ok: our port on an address that is not the NIC's refused: .*not one of dtb's" <<< "$out"
+check "... a socket with IP_FREEBIND" grep -q "ok: a socket with IP_FREEBIND .* refused: .*IP_FREEBIND" <<< "$out"
 check "... no rule appeared: ethtool -n is as before" test "$(b ethtool -n dtb)" = "$before"
 b ethtool -n dtb
 kill $pb; wait $pb 2> /dev/null
@@ -65,6 +80,25 @@ echo "$out"
 check "... and no rule appeared" test "$(rules)" = 1
 kill $padm; wait $padm 2> /dev/null
 check "... the administrator's rule goes with its client" within_1s no_rules
+
+# A's listener closed while A stays connected: its rule goes with it.
+"${U1000[@]}" $CLIENT own dtb 5005 close > /tmp/a2.out 2>&1 &
+pa2=$!
+wait_for /tmp/a2.out closed
+cat /tmp/a2.out
+check "tenant A steers port 5005 and closes its listener" grep -q "steered port 5005" /tmp/a2.out
+check "... its rule is gone within the re-check (1 s) + 1 s, A still connected" \
+	no_rules_within_2s
+check "... rdpmd says why" grep -q "flow [0-9]* removed from dtb: the socket is closed" $RDPM_LOG
+"${U1002[@]}" $CLIENT own dtb 5005 > /tmp/b2.out 2>&1 &
+pb2=$!
+wait_for /tmp/b2.out "steered\|refused"
+cat /tmp/b2.out
+check "tenant B then listens on port 5005 and steers it" grep -q "steered port 5005" /tmp/b2.out
+check "... one rule (ethtool -n): B's, A's being gone" test "$(rules)" = 1
+b ethtool -n dtb
+kill $pb2 $pa2; wait $pb2 $pa2 2> /dev/null
+check "... B's rule goes with its client" within_1s no_rules
 
 check "rdpmd exits cleanly on SIGTERM" stop_rdpmd
 echo "--- rdpmd log"
