@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,11 +34,12 @@ struct devmem_rx {
 	size_t ctrl_size;
 	/* The last receive, as devmem_rx_next() walks it. */
 	struct msghdr msg;
-	struct cmsghdr *cursor;
-	size_t bytes, linear_used, reported;
-	bool started;
+	struct devmem_rx_walk walk;
+	size_t bytes;
+	int walk_err;			/* a refused fragment ended the walk */
 	struct devmem_token_batch tokens;
 	uint64_t held;
+	uint64_t refused;		/* fragments refused (devmem_rx_refused) */
 	struct dm_rx_pending *pending;	/* devmem_rx_unpack's (rx_unpack.c) */
 };
 
@@ -94,24 +96,18 @@ static ssize_t rx_recvmsg(struct devmem_rx *rx, void *data, size_t len, size_t c
 			  int flags)
 {
 	struct iovec iov = { .iov_base = data, .iov_len = len };
-	ssize_t n;
-
-	rx->msg = (struct msghdr){
+	struct msghdr msg = {
 		.msg_iov = &iov,
 		.msg_iovlen = 1,
 		.msg_control = rx->ctrl,
 		.msg_controllen = ctrl_size,
 	};
+	ssize_t n;
+
 	do {
-		n = recvmsg(rx->sock, &rx->msg, flags | MSG_SOCK_DEVMEM);
+		n = recvmsg(rx->sock, &msg, flags | MSG_SOCK_DEVMEM);
 	} while (n < 0 && errno == EINTR);
-	rx->msg.msg_iov = NULL;		/* iov is gone; the walk uses data */
-	rx->msg.msg_iovlen = 0;
-	rx->cursor = NULL;
-	rx->started = false;
-	rx->linear_used = 0;
-	rx->reported = 0;
-	rx->bytes = n > 0 ? n : 0;
+	dm_rx_took(rx, &msg, data, n > 0 ? (size_t)n : 0);
 	if (n >= 0)
 		return n;
 	n = -errno;
@@ -122,6 +118,18 @@ static ssize_t rx_recvmsg(struct devmem_rx *rx, void *data, size_t len, size_t c
 				   "fragment's cmsg", rx->sock);
 	return devmem_fail_errno(n, "devmem_rx_recv: recvmsg(MSG_SOCK_DEVMEM) on fd %d",
 				 rx->sock);
+}
+
+void dm_rx_took(struct devmem_rx *rx, const struct msghdr *msg, uint8_t *data, size_t bytes)
+{
+	rx->msg = *msg;
+	rx->msg.msg_iov = NULL;		/* iov is gone; the walk uses data */
+	rx->msg.msg_iovlen = 0;
+	rx->data_at = data;
+	rx->bytes = bytes;
+	rx->walk = (struct devmem_rx_walk){ .dmabuf_id = rx->walk.dmabuf_id,
+					    .dmabuf_size = rx->walk.dmabuf_size };
+	rx->walk_err = 0;
 }
 
 DEVMEM_EXPORT ssize_t devmem_rx_recv(struct devmem_rx *rx, int flags)
@@ -135,70 +143,144 @@ DEVMEM_EXPORT ssize_t devmem_rx_recv(struct devmem_rx *rx, int flags)
  * per dma-buf fragment, one per run of linear bytes (copied to the iov in
  * order). Readable skbs come without any: then all the bytes are linear.
  */
-int devmem_rx_parse_next(struct msghdr *msg, struct cmsghdr **cursor, bool *started,
-			 const uint8_t *data, size_t bytes, size_t *linear_used,
-			 size_t *reported, struct devmem_frag *frag)
+int devmem_rx_parse_next(struct msghdr *msg, struct devmem_rx_walk *w, const uint8_t *data,
+			 size_t bytes, struct devmem_frag *frag)
 {
 	for (;;) {
-		const struct dmabuf_cmsg *dc;
+		struct dmabuf_cmsg dc;
 		struct cmsghdr *cm;
 
-		if (!*started) {
+		if (!w->started) {
 			cm = CMSG_FIRSTHDR(msg);
-			*started = true;
+			w->started = true;
 			if (!cm && bytes) {
 				/* Plain data: the flow is not on a bound queue. */
 				*frag = (struct devmem_frag){ .len = bytes, .linear = data };
-				*linear_used = bytes;
-				*reported = bytes;
+				w->linear_used = bytes;
+				w->reported = bytes;
 				return 1;
 			}
 		} else {
-			cm = *cursor ? CMSG_NXTHDR(msg, *cursor) : NULL;
+			cm = w->cursor ? CMSG_NXTHDR(msg, w->cursor) : NULL;
 		}
-		*cursor = cm;
+		w->cursor = cm;
 		if (!cm)
 			break;
 		if (cm->cmsg_level != SOL_SOCKET ||
 		    (cm->cmsg_type != SCM_DEVMEM_DMABUF && cm->cmsg_type != SCM_DEVMEM_LINEAR))
 			continue;
-		if (cm->cmsg_len < CMSG_LEN(sizeof(*dc)))
+		if (cm->cmsg_len < CMSG_LEN(sizeof(dc)))
 			return devmem_fail(-EPROTO, "devmem_rx_next: short devmem cmsg (%zu bytes)",
 					   (size_t)cm->cmsg_len);
-		dc = (const struct dmabuf_cmsg *)CMSG_DATA(cm);
-		if (dc->frag_size > bytes - *reported)
+		memcpy(&dc, CMSG_DATA(cm), sizeof(dc));
+		if (dc.frag_size > bytes - w->reported)
 			return devmem_fail(-EPROTO, "devmem_rx_next: fragments cover more than "
 					   "the %zu bytes received", bytes);
+		w->reported += dc.frag_size;
 		if (cm->cmsg_type == SCM_DEVMEM_LINEAR) {
-			if (dc->frag_size > bytes - *linear_used)
+			if (dc.frag_size > bytes - w->linear_used)
 				return devmem_fail(-EPROTO, "devmem_rx_next: linear bytes beyond "
 						   "the data received");
-			*frag = (struct devmem_frag){ .len = dc->frag_size,
-						      .linear = data + *linear_used };
-			*linear_used += dc->frag_size;
-		} else {
-			*frag = (struct devmem_frag){ .offset = dc->frag_offset,
-						      .len = dc->frag_size,
-						      .token = dc->frag_token,
-						      .dmabuf_id = dc->dmabuf_id };
+			*frag = (struct devmem_frag){ .len = dc.frag_size,
+						      .linear = data + w->linear_used };
+			w->linear_used += dc.frag_size;
+			return 1;
 		}
-		*reported += dc->frag_size;
+		*frag = (struct devmem_frag){ .offset = dc.frag_offset, .len = dc.frag_size,
+					      .token = dc.frag_token, .dmabuf_id = dc.dmabuf_id };
+		/* Reading it means reading the dma-buf at its offset: it must be
+		 * the buffer declared, and lie within it. */
+		if (!dc.dmabuf_id)
+			return devmem_fail(-EBADMSG, "devmem_rx_next: a dma-buf fragment of dma-buf 0 "
+					   "(token %u)", dc.frag_token);
+		if (w->dmabuf_id && dc.dmabuf_id != w->dmabuf_id)
+			return devmem_fail(-EBADMSG, "devmem_rx_next: a fragment of dma-buf %u, not "
+					   "of dma-buf %u this socket receives into (a flow "
+					   "steered to another binding?)", dc.dmabuf_id,
+					   w->dmabuf_id);
+		if (dc.frag_offset > UINT64_MAX - dc.frag_size ||
+		    (w->dmabuf_id && dc.frag_offset + dc.frag_size > w->dmabuf_size))
+			return devmem_fail(-EBADMSG, "devmem_rx_next: a fragment of %u bytes at "
+					   "offset %llu lies outside the %llu-byte dma-buf %u",
+					   dc.frag_size, (unsigned long long)dc.frag_offset,
+					   (unsigned long long)w->dmabuf_size, dc.dmabuf_id);
 		return 1;
 	}
-	if (*reported != bytes)
+	if (w->reported != bytes)
 		return devmem_fail(-EPROTO, "devmem_rx_next: cmsgs cover %zu of %zu bytes "
-				   "received", *reported, bytes);
+				   "received", w->reported, bytes);
 	return 0;
+}
+
+/* Queues @token for return even when the batch is full. */
+static void give_token(struct devmem_rx *rx, uint32_t token)
+{
+	rx->held++;
+	if (devmem_tokens_add(&rx->tokens, token)) {
+		devmem_rx_flush(rx);
+		devmem_tokens_add(&rx->tokens, token);
+	}
+}
+
+/* A refused fragment: its token, and those of the receive's later
+ * fragments (which can no longer be delivered in order), go back now. */
+static void refuse_rest(struct devmem_rx *rx, const struct devmem_frag *bad)
+{
+	struct devmem_frag f;
+	char why[256];
+	int ret;
+
+	snprintf(why, sizeof(why), "%s", devmem_last_error());
+	rx->refused++;
+	give_token(rx, bad->token);
+	while ((ret = devmem_rx_parse_next(&rx->msg, &rx->walk, rx->data_at, rx->bytes, &f)) == 1 ||
+	       ret == -EBADMSG) {
+		if (ret == -EBADMSG)
+			rx->refused++;
+		if (ret == -EBADMSG || f.dmabuf_id)
+			give_token(rx, f.token);
+	}
+	devmem_rx_flush(rx);
+	devmem_fail(-EBADMSG, "%s; refused fragments on fd %d so far: %llu (their tokens "
+		    "returned to the kernel)", why, rx->sock, (unsigned long long)rx->refused);
 }
 
 DEVMEM_EXPORT int devmem_rx_next(struct devmem_rx *rx, struct devmem_frag *frag)
 {
-	int ret = devmem_rx_parse_next(&rx->msg, &rx->cursor, &rx->started, rx->data_at,
-				       rx->bytes, &rx->linear_used, &rx->reported, frag);
+	struct devmem_frag f;
+	int ret;
 
-	if (ret == 1 && frag->dmabuf_id)
-		rx->held++;
+	if (rx->walk_err)
+		return devmem_fail(rx->walk_err, "devmem_rx_next: the receive had a refused "
+				   "fragment (%llu on fd %d so far)",
+				   (unsigned long long)rx->refused, rx->sock);
+	ret = devmem_rx_parse_next(&rx->msg, &rx->walk, rx->data_at, rx->bytes, &f);
+	if (ret == -EBADMSG) {
+		refuse_rest(rx, &f);
+		rx->walk_err = ret;
+		return ret;
+	}
+	if (ret == 1) {
+		*frag = f;
+		if (f.dmabuf_id)
+			rx->held++;
+	}
 	return ret;
+}
+
+DEVMEM_EXPORT int devmem_rx_set_buffer(struct devmem_rx *rx, uint32_t dmabuf_id, uint64_t size)
+{
+	if (!dmabuf_id || !size)
+		return devmem_fail(-EINVAL, "devmem_rx_set_buffer: want a dma-buf id and its size, "
+				   "not %u and %llu", dmabuf_id, (unsigned long long)size);
+	rx->walk.dmabuf_id = dmabuf_id;
+	rx->walk.dmabuf_size = size;
+	return 0;
+}
+
+DEVMEM_EXPORT uint64_t devmem_rx_refused(const struct devmem_rx *rx)
+{
+	return rx->refused;
 }
 
 /* Adds @token to the batch; 1 if the batch must be flushed first. */
@@ -304,9 +386,14 @@ static ssize_t rx_recv_len(struct devmem_rx *rx, size_t len, int flags, struct d
 		}
 		while ((ret = devmem_rx_next(rx, &f)) == 1)
 			frags[nf++] = f;
-		if (ret < 0)
+		if (ret < 0) {
+			/* nothing of the call reaches the caller: hand it all back */
+			for (unsigned int i = 0; i < nf; i++)
+				devmem_rx_release(rx, &frags[i]);
+			devmem_rx_flush(rx);
 			return ret;
-		linear_used += rx->linear_used;
+		}
+		linear_used += rx->walk.linear_used;
 		got += n;
 		*nfrags = nf;
 	}
