@@ -2,11 +2,16 @@
 /*
  * Bootstrap from the environment: rank 0 listens on DEVCOLL_ADDR and
  * collects every rank's endpoint (a listener of its own), then hands the
- * table to all; the endpoint helpers are shared with pmix.c and split.
+ * table and a fresh communicator id to all; the endpoint helpers are shared
+ * with pmix.c and split. Each registration answers a challenge with the HMAC
+ * of the job's secret (secret.c, wire.c), and the table comes back with
+ * rank 0's: a process without the secret neither joins nor misleads a rank.
+ * Rank 0 serves all connections at once (greet.c): strangers are dropped.
  */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,39 +93,56 @@ int dc_listen_like(const struct sockaddr_storage *local, struct endpoint *ep, in
 	return 0;
 }
 
-struct reg {
-	uint32_t magic, rank, size, pad;
-	struct sockaddr_storage sa;
+/* What rank 0 keeps of the registrations: by rank. */
+struct roll {
+	devcoll_comm *c;
+	int *fds;
+	uint8_t (*cnonce)[DC_NONCE_LEN];
+	char why[96];
 };
 
-/* Rank 0: accepts the others' registrations until all are in or the
- * deadline; their connections in @fds, by rank. */
-static int collect(devcoll_comm *c, int lfd, int *fds, int64_t deadline)
+/* dc_greet's check of a registration: a job member's, for a rank not yet in. */
+static int enrol(void *arg, const uint8_t *nonce, const void *msg, int fd, const char **why)
 {
-	for (int got = 0; got < c->size - 1;) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int64_t left = deadline - dc_now_ms();
-		struct reg r;
-		int fd;
+	struct roll *rl = arg;
+	struct dc_reg r;
 
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return dc_fail(-ETIMEDOUT, "rank 0: %d of %d ranks registered before the "
-				       "timeout", got + 1, c->size);
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (dc_io_all(fd, &r, sizeof(r), false, deadline) || r.magic != WIRE_MAGIC ||
-		    (int)r.size != c->size || r.rank == 0 || (int)r.rank >= c->size ||
-		    fds[r.rank]) {
-			close(fd);
-			continue;
-		}
-		fds[r.rank] = fd;
-		c->eps[r.rank].sa = r.sa;
-		c->eps[r.rank].len = dc_sa_len(&r.sa);
-		got++;
+	if (dc_reg_check(msg, sizeof(r), rl->c->key, nonce, rl->c->size, &r, why))
+		return 0;
+	if (rl->fds[r.rank]) {
+		snprintf(rl->why, sizeof(rl->why), "a second registration as rank %u (refused: the "
+			 "first stands)", r.rank);
+		*why = rl->why;
+		return 0;
 	}
-	return 0;
+	rl->fds[r.rank] = fd;
+	memcpy(rl->cnonce[r.rank], r.cnonce, DC_NONCE_LEN);
+	rl->c->eps[r.rank].sa = r.sa;
+	rl->c->eps[r.rank].len = dc_sa_len(&r.sa);
+	return 1;
+}
+
+/* Rank 0: the communicator's id and every endpoint to rank @r, with the
+ * MAC over the nonce @r registered with, so it knows rank 0 has the key. */
+static int send_table(devcoll_comm *c, int fd, const uint8_t *cnonce, int64_t deadline)
+{
+	struct dc_table_hdr t = { AUTH_MAGIC, (uint32_t)c->size, c->id };
+	struct sockaddr_storage *eps = calloc((size_t)c->size, sizeof(*eps));
+	uint8_t mac[DC_SHA256_LEN];
+	int ret;
+
+	if (!eps)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int j = 0; j < c->size; j++)
+		eps[j] = c->eps[j].sa;
+	dc_table_mac(c->key, cnonce, &t, eps, mac);
+	ret = dc_io_all(fd, &t, sizeof(t), true, deadline);
+	if (!ret)
+		ret = dc_io_all(fd, eps, (size_t)c->size * sizeof(*eps), true, deadline);
+	if (!ret)
+		ret = dc_io_all(fd, mac, sizeof(mac), true, deadline);
+	free(eps);
+	return ret;
 }
 
 /* Rank 0: serves the rendezvous on @store (bound to @bind_addr if set). */
@@ -128,7 +150,11 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 		 socklen_t slen, const char *bind_addr, int *lfd, int64_t deadline)
 {
 	struct sockaddr_storage sa = *store;
-	int *fds, ret;
+	struct roll rl = { .c = c };
+	struct dc_greeter g = { .kind = DC_CH_REG, .msg_len = sizeof(struct dc_reg),
+				.check = enrol, .arg = &rl, .want = c->size - 1,
+				.deadline = deadline };
+	int ret, got = 0;
 
 	if (bind_addr) {
 		socklen_t l;
@@ -143,17 +169,32 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 		return dc_fail(ret, "rank 0: rendezvous on %s: %s", addr, devcoll_last_error());
 	c->eps[0].sa = *store;	/* as the others reach it */
 	c->eps[0].len = slen;
-	fds = calloc((size_t)c->size, sizeof(int));
-	if (!fds)
+	rl.fds = calloc((size_t)c->size, sizeof(int));
+	rl.cnonce = calloc((size_t)c->size, DC_NONCE_LEN);
+	if (!rl.fds || !rl.cnonce) {
+		free(rl.fds);
+		free(rl.cnonce);
 		return dc_fail(-ENOMEM, "out of memory");
-	ret = collect(c, *lfd, fds, deadline);
-	for (int i = 1; i < c->size; i++) {
-		for (int j = 0; fds[i] && j < c->size && !ret; j++)
-			ret = dc_io_all(fds[i], &c->eps[j].sa, sizeof(c->eps[j].sa), true, deadline);
-		if (fds[i])
-			close(fds[i]);
 	}
-	free(fds);
+	g.lfd = *lfd;
+	ret = dc_greet(&g);
+	dc_greet_report(&g, 0, "the rendezvous");
+	for (int i = 1; i < c->size; i++)
+		got += rl.fds[i] != 0;
+	if (ret == -ETIMEDOUT)
+		ret = dc_fail(ret, "rank 0: %d of %d ranks registered before the timeout%s%s", got + 1,
+			      c->size, g.strangers ? "; dropped strangers, the last: " : "",
+			      g.strangers ? g.last_why : "");
+	if (!ret)
+		ret = dc_random(&c->id, sizeof(c->id));
+	for (int i = 1; i < c->size; i++) {
+		if (rl.fds[i] && !ret)
+			ret = send_table(c, rl.fds[i], rl.cnonce[i], deadline);
+		if (rl.fds[i])
+			close(rl.fds[i]);
+	}
+	free(rl.fds);
+	free(rl.cnonce);
 	return ret;
 }
 
@@ -180,13 +221,52 @@ static int reach_rank0(devcoll_comm *c, const char *addr, const struct sockaddr_
 	return 0;
 }
 
+/* The other ranks: the table rank 0 answers with, checked with the key. */
+static int read_table(devcoll_comm *c, int fd, const uint8_t *cnonce, const char *addr,
+		      int64_t deadline)
+{
+	struct dc_table_hdr t;
+	struct sockaddr_storage *eps = calloc((size_t)c->size, sizeof(*eps));
+	uint8_t mac[DC_SHA256_LEN], want[DC_SHA256_LEN];
+	int ret;
+
+	if (!eps)
+		return dc_fail(-ENOMEM, "out of memory");
+	ret = dc_io_all(fd, &t, sizeof(t), false, deadline);
+	if (ret == -ECONNRESET)
+		ret = dc_fail(-EACCES, "rank %d: rank 0 at %s refused the registration (a different "
+			      "secret or DEVCOLL_SIZE, or another process registered as rank %d)",
+			      c->rank, addr, c->rank);
+	if (!ret && (t.magic != AUTH_MAGIC || t.size != (uint32_t)c->size))
+		ret = dc_fail(-EPROTO, "rank %d: garbage from the rendezvous at %s", c->rank, addr);
+	if (!ret)
+		ret = dc_io_all(fd, eps, (size_t)c->size * sizeof(*eps), false, deadline);
+	if (!ret)
+		ret = dc_io_all(fd, mac, sizeof(mac), false, deadline);
+	if (!ret) {
+		dc_table_mac(c->key, cnonce, &t, eps, want);
+		if (!dc_mac_equal(mac, want, sizeof(mac)))
+			ret = dc_fail(-EACCES, "rank %d: the rendezvous at %s does not know the job's "
+				      "secret", c->rank, addr);
+	}
+	for (int j = 0; j < c->size && !ret; j++) {
+		c->eps[j].sa = eps[j];
+		c->eps[j].len = dc_sa_len(&eps[j]);
+	}
+	if (!ret)
+		c->id = t.id;
+	free(eps);
+	return ret;
+}
+
 /* The other ranks: listen where rank 0's connection leaves from (or where
  * DEVCOLL_BIND_ADDR or DEVCOLL_IF say), register, read the table. */
 static int join(devcoll_comm *c, const char *addr, const struct sockaddr_storage *store,
 		socklen_t slen, const char *bind_addr, const char *if_addr, int *lfd,
 		int64_t deadline)
 {
-	struct reg r = { WIRE_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, {0} };
+	struct dc_reg r = { AUTH_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, { 0 }, { 0 }, { 0 } };
+	uint8_t nonce[DC_NONCE_LEN];
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	int fd = -1, ret;
@@ -200,14 +280,17 @@ static int join(devcoll_comm *c, const char *addr, const struct sockaddr_storage
 				    bind_addr ? "DEVCOLL_BIND_ADDR" : "DEVCOLL_IF", &local, &ll);
 	if (!ret)
 		ret = dc_listen_like(&local, &c->eps[c->rank], lfd);
+	if (!ret)
+		ret = dc_greet_read(fd, DC_CH_REG, nonce, deadline);
+	if (!ret)
+		ret = dc_random(r.cnonce, sizeof(r.cnonce));
 	if (!ret) {
 		r.sa = c->eps[c->rank].sa;
+		dc_reg_sign(&r, c->key, nonce);
 		ret = dc_io_all(fd, &r, sizeof(r), true, deadline);
 	}
-	for (int j = 0; j < c->size && !ret; j++) {
-		ret = dc_io_all(fd, &c->eps[j].sa, sizeof(c->eps[j].sa), false, deadline);
-		c->eps[j].len = dc_sa_len(&c->eps[j].sa);
-	}
+	if (!ret)
+		ret = read_table(c, fd, r.cnonce, addr, deadline);
 	close(fd);
 	return ret;
 }
@@ -221,6 +304,8 @@ int dc_boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, const 
 	int ret;
 
 	ret = dc_parse_addr(addr, true, "DEVCOLL_ADDR", &store, &slen);
+	if (!ret)
+		ret = dc_secret_env(c->key);
 	if (ret)
 		return ret;
 	if (c->rank == 0)

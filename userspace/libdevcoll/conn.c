@@ -61,13 +61,25 @@ int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
 	return 0;
 }
 
-struct hello {
-	uint32_t magic;
-	uint32_t from;
-	uint32_t idx;
-	uint32_t pad;
-	uint64_t id;
-};
+/* dc_greet's check of a hello: a job member's, for this communicator, on
+ * a connection not yet made. */
+static int take_hello(void *arg, const uint8_t *nonce, const void *msg, int fd, const char **why)
+{
+	devcoll_comm *c = arg;
+	struct dc_hello_want want = { c->id, c->rank, c->size, c->nconns };
+	struct dc_hello h;
+	struct conn *k;
+
+	if (dc_hello_check(msg, sizeof(h), c->key, nonce, &want, &h, why))
+		return 0;
+	k = &c->conns[h.from * c->nconns + h.idx];
+	if (k->fd >= 0) {
+		*why = "a second hello for a connection already made";
+		return 0;
+	}
+	k->fd = fd;
+	return 1;
+}
 
 /*
  * TCP_NODELAY; non-blocking; the congestion control: reno unless set.
@@ -102,7 +114,8 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 	for (int j = 0; j < c->rank; j++) {
 		for (unsigned int k = 0; k < c->nconns; k++) {
 			struct conn *cn = &c->conns[j * c->nconns + k];
-			struct hello h = { WIRE_MAGIC, (uint32_t)c->rank, k, 0, c->id };
+			struct dc_hello h = { AUTH_MAGIC, (uint32_t)c->rank, k, (uint32_t)j, c->id, { 0 } };
+			uint8_t nonce[DC_NONCE_LEN];
 			int fd;
 
 			for (;;) {
@@ -118,32 +131,29 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 				usleep(10000);
 			}
 			cn->fd = fd;
+			ret = dc_greet_read(fd, DC_CH_HELLO, nonce, deadline);
+			if (ret)
+				return dc_fail(ret, "rank %d: connecting to rank %d: %s", c->rank, j,
+					       devcoll_last_error());
+			dc_hello_sign(&h, c->key, nonce);
 			ret = dc_io_all(fd, &h, sizeof(h), true, deadline);
 			if (ret)
 				return ret;
 		}
 	}
-	while (need > 0) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int64_t left = deadline - dc_now_ms();
-		struct hello h;
-		int fd;
+	if (need > 0) {
+		struct dc_greeter g = { .lfd = lfd, .kind = DC_CH_HELLO,
+					.msg_len = sizeof(struct dc_hello), .check = take_hello,
+					.arg = c, .want = need, .deadline = deadline };
 
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return dc_fail(-ETIMEDOUT, "rank %d: timed out waiting for %d connections from "
-				       "higher ranks", c->rank, need);
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ret = dc_io_all(fd, &h, sizeof(h), false, deadline);
-		if (ret || h.magic != WIRE_MAGIC || h.id != c->id || (int)h.from <= c->rank ||
-		    (int)h.from >= c->size || h.idx >= c->nconns ||
-		    c->conns[h.from * c->nconns + h.idx].fd >= 0) {
-			close(fd);	/* not ours (a stray connection): ignore */
-			continue;
-		}
-		c->conns[h.from * c->nconns + h.idx].fd = fd;
-		need--;
+		ret = dc_greet(&g);
+		dc_greet_report(&g, c->rank, "the mesh's listener");
+		if (ret == -ETIMEDOUT)
+			return dc_fail(ret, "rank %d: timed out waiting for connections from higher "
+				       "ranks%s%s", c->rank, g.strangers ? "; dropped strangers, the "
+				       "last: " : "", g.strangers ? g.last_why : "");
+		if (ret)
+			return ret;
 	}
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Bootstrap under a PMIx launcher (mpirun, srun: PMIX_RANK is set): libpmix
- * is loaded at run time, each rank puts the endpoint it listens on, a fence
- * publishes them, and each rank gets all of them.
+ * is loaded at run time, each rank puts the endpoint it listens on (rank 0
+ * also a fresh secret and communicator id), a fence publishes them, and
+ * each rank gets all of them.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -106,8 +107,56 @@ static int pick_address(const char *bind_addr, struct sockaddr_storage *sa)
 	return 0;
 }
 
-/* Puts this rank's endpoint (numeric, IPv6 in brackets), fences, and gets
- * every rank's. */
+/* Rank 0's draw: the job's secret and the world's id, in hex. */
+#define AUTH_BYTES (DC_KEY_LEN + 8)
+
+static int put_auth(void)
+{
+	uint8_t raw[AUTH_BYTES];
+	char hex[2 * AUTH_BYTES + 1];
+	pmix_value_t val;
+
+	if (dc_random(raw, sizeof(raw)))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+	memset(&val, 0, sizeof(val));
+	val.type = PMIX_STRING;
+	val.data.string = hex;
+	/* PMIx hands it to this job's processes only, never over our sockets */
+	if (px.put(PMIX_GLOBAL, "devcoll.auth", &val))
+		return dc_fail(-EIO, "PMIx_Put(devcoll.auth) failed");
+	explicit_bzero(hex, sizeof(hex));
+	return 0;
+}
+
+/* The job's key and the world's id, as rank 0 put them. */
+static int get_auth(devcoll_comm *c, const pmix_proc_t *me)
+{
+	pmix_proc_t p0 = *me;
+	uint8_t raw[AUTH_BYTES];
+	pmix_value_t *v;
+
+	p0.rank = 0;
+	if (px.get(&p0, "devcoll.auth", NULL, 0, &v) || v->type != PMIX_STRING ||
+	    strlen(v->data.string) != 2 * AUTH_BYTES)
+		return dc_fail(-EIO, "PMIx_Get(devcoll.auth) of rank 0 failed");
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		unsigned int b;
+
+		if (sscanf(v->data.string + 2 * i, "%2x", &b) != 1)
+			return dc_fail(-EIO, "devcoll.auth of rank 0 is not hex");
+		raw[i] = (uint8_t)b;
+	}
+	dc_key_of(raw, DC_KEY_LEN, c->key);
+	memcpy(&c->id, raw + DC_KEY_LEN, sizeof(c->id));
+	explicit_bzero(raw, sizeof(raw));
+	return 0;
+}
+
+/* Puts this rank's endpoint (numeric, IPv6 in brackets) and, on rank 0,
+ * the job's secret; fences, and gets every rank's endpoint and the secret. */
 static int exchange(devcoll_comm *c, const pmix_proc_t *me)
 {
 	char host[INET6_ADDRSTRLEN + 8], port[8], ep[INET6_ADDRSTRLEN + 40];
@@ -123,8 +172,12 @@ static int exchange(devcoll_comm *c, const pmix_proc_t *me)
 	memset(&val, 0, sizeof(val));
 	val.type = PMIX_STRING;
 	val.data.string = ep;
+	if (c->rank == 0 && put_auth())
+		return -EIO;
 	if (px.put(PMIX_GLOBAL, "devcoll.ep", &val) || px.commit() || px.fence(&wild, 1, NULL, 0))
 		return dc_fail(-EIO, "PMIx_Put/Commit/Fence of the endpoints failed");
+	if (get_auth(c, me))
+		return -EIO;
 	for (int r = 0; r < c->size; r++) {
 		pmix_proc_t p = *me;
 		socklen_t l;

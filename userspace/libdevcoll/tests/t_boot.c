@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * DEVCOLL_ADDR's rendezvous under attack: while two real ranks start, a
+ * hostile process holds an idle connection to it, sends garbage, a forged
+ * registration for rank 1 and half a registration. Both ranks must come
+ * up (an allreduce checks them) and rank 0 must report the strangers. Then
+ * a second process registering as an existing rank, a rank with the wrong
+ * secret, and the secret's provisioning (none, too short, a file others can
+ * read) are refused with messages that say so.
+ */
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include "common.h"
+
+#define SECRET "devcoll unit tests' secret"
+
+struct rank_run {
+	pid_t pid;
+	char log[64];		/* its stderr */
+};
+
+/* Forks rank @r of @n on @addr with @secret (NULL: unset). */
+static void start_rank(struct rank_run *rr, int r, int n, const char *addr, const char *secret,
+		       int timeout_ms)
+{
+	int fd;
+
+	snprintf(rr->log, sizeof(rr->log), "/tmp/t_boot.XXXXXX");
+	fd = mkstemp(rr->log);
+	fflush(stdout);
+	fflush(stderr);
+	rr->pid = fork();
+	if (rr->pid) {
+		close(fd);
+		return;
+	}
+	struct devcoll_opts o = { .rank = r, .size = n, .addr = addr, .timeout_ms = timeout_ms };
+	devcoll_comm *c;
+	int64_t x = r + 1;
+
+	dup2(fd, 2);
+	alarm(30);
+	if (secret)
+		setenv("DEVCOLL_SECRET", secret, 1);
+	else
+		unsetenv("DEVCOLL_SECRET");
+	if (devcoll_comm_init(&c, &o)) {
+		fprintf(stderr, "init: %s\n", devcoll_last_error());
+		_exit(1);
+	}
+	if (devcoll_allreduce(c, &x, &x, 1, DEVCOLL_INT64, DEVCOLL_SUM) || x != n * (n + 1) / 2) {
+		fprintf(stderr, "allreduce: %s (%lld)\n", devcoll_last_error(), (long long)x);
+		_exit(2);
+	}
+	devcoll_comm_destroy(c);
+	exit(0);
+}
+
+/* Its exit status; its stderr into @out. */
+static int finish_rank(struct rank_run *rr, char *out, size_t len)
+{
+	int st, fd;
+	ssize_t n;
+
+	waitpid(rr->pid, &st, 0);
+	fd = open(rr->log, O_RDONLY);
+	n = fd >= 0 ? read(fd, out, len - 1) : 0;
+	out[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(rr->log);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st);
+}
+
+/* A connection to rank 0's rendezvous at @port, retried until it listens. */
+static int reach(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	for (int i = 0; i < 500; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return fd;
+		close(fd);
+		usleep(10000);
+	}
+	return -1;
+}
+
+static int strangers_then_ranks(void)
+{
+	int port = free_port(), fails = 0, hostile[4];
+	char addr[64], out0[4096], out1[4096];
+	struct rank_run r0, r1;
+	uint8_t junk[192];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	start_rank(&r0, 0, 2, addr, SECRET, 8000);
+	hostile[0] = reach(port);			/* idle */
+	hostile[1] = reach(port);			/* garbage */
+	hostile[2] = reach(port);			/* a forged registration */
+	hostile[3] = reach(port);			/* half of one, then silence */
+	memset(junk, 0xa5, sizeof(junk));
+	send(hostile[1], "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL);
+	/* the old layout and the new one's magic, claiming rank 1 of 2 */
+	uint32_t forged[4] = { 0xdc011ec7u, 1, 2, 0 };
+
+	memcpy(junk, forged, sizeof(forged));
+	send(hostile[2], junk, sizeof(junk), MSG_NOSIGNAL);
+	forged[0] = 0xdc0a7431u;
+	memcpy(junk, forged, sizeof(forged));
+	send(hostile[2], junk, sizeof(junk), MSG_NOSIGNAL);
+	send(hostile[3], junk, 50, MSG_NOSIGNAL);
+	usleep(200000);		/* the strangers are in first */
+	start_rank(&r1, 1, 2, addr, SECRET, 8000);
+	int s0 = finish_rank(&r0, out0, sizeof(out0)), s1 = finish_rank(&r1, out1, sizeof(out1));
+
+	for (int i = 0; i < 4; i++)
+		close(hostile[i]);
+	if (s0 || s1) {
+		printf("FAIL: strangers at the rendezvous: rank 0 exit %d, rank 1 exit %d\n%s%s", s0,
+		       s1, out0, out1);
+		fails++;
+	} else {
+		printf("ok: 2 ranks came up past an idle, a garbage, a forged and a stalled "
+		       "connection\n");
+	}
+	if (!strstr(out0, "dropped 4 stranger")) {
+		printf("FAIL: rank 0 did not report the strangers: \"%s\"\n", out0);
+		fails++;
+	} else {
+		printf("ok: rank 0 reports them: %s", out0);
+	}
+	return fails;
+}
+
+/* Two processes claim rank 1 while rank 0 waits for rank 2: the first
+ * joins, the second is refused, and rank 0 says so. */
+static int duplicate_rank(void)
+{
+	char addr[64], o0[4096], oa[4096], ob[4096], o2[4096];
+	struct rank_run r0, a, b, r2;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	start_rank(&r0, 0, 3, addr, SECRET, 8000);
+	start_rank(&a, 1, 3, addr, SECRET, 8000);
+	usleep(300000);
+	start_rank(&b, 1, 3, addr, SECRET, 8000);
+	usleep(300000);
+	start_rank(&r2, 2, 3, addr, SECRET, 8000);
+	int s0 = finish_rank(&r0, o0, sizeof(o0)), sa = finish_rank(&a, oa, sizeof(oa));
+	int sb = finish_rank(&b, ob, sizeof(ob)), s2 = finish_rank(&r2, o2, sizeof(o2));
+
+	if (s0 || sa || s2 || !sb || !strstr(ob, "refused the registration") ||
+	    !strstr(o0, "a second registration as rank 1")) {
+		printf("FAIL: two rank 1s: exits %d, %d, %d, %d\n%s%s%s%s", s0, sa, sb, s2, o0, oa,
+		       ob, o2);
+		return 1;
+	}
+	printf("ok: a second process registering as rank 1 is refused: %s  rank 0: %s", ob, o0);
+	return 0;
+}
+
+/* Rank 1 without the job's secret: refused, rank 0 says why. */
+static int wrong_secret(void)
+{
+	char addr[64], o0[4096], o1[4096];
+	struct rank_run r0, r1;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	start_rank(&r0, 0, 2, addr, SECRET, 2000);
+	start_rank(&r1, 1, 2, addr, "another job's secret, as long", 2000);
+	int s0 = finish_rank(&r0, o0, sizeof(o0)), s1 = finish_rank(&r1, o1, sizeof(o1));
+
+	if (!s0 || !s1 || !strstr(o0, "without the job's secret") ||
+	    !strstr(o1, "refused the registration")) {
+		printf("FAIL: a wrong secret: exits %d, %d\n%s%s", s0, s1, o0, o1);
+		return 1;
+	}
+	printf("ok: a rank with another secret is refused: %s", o1);
+	return 0;
+}
+
+/* One rank's init with the environment as set: 0, or its error's text. */
+static int init_env(const char *want, const char *what)
+{
+	struct rank_run r;
+	char out[4096], addr[64];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	fflush(stdout);
+	r.pid = fork();
+	if (!r.pid) {
+		struct devcoll_opts o = { .rank = 1, .size = 2, .addr = addr, .timeout_ms = 500 };
+		devcoll_comm *c;
+
+		alarm(10);
+		if (!devcoll_comm_init(&c, &o))
+			_exit(3);
+		printf("  %s\n", devcoll_last_error());
+		_exit(strstr(devcoll_last_error(), want) ? 0 : 1);
+	}
+	int st;
+
+	waitpid(r.pid, &st, 0);
+	(void)out;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("FAIL: %s: not refused with \"%s\"\n", what, want);
+		return 1;
+	}
+	printf("ok: %s\n", what);
+	return 0;
+}
+
+static int provisioning(void)
+{
+	char path[] = "/tmp/t_boot_secret.XXXXXX";
+	int fails = 0, fd = mkstemp(path);
+
+	unsetenv("DEVCOLL_SECRET");
+	fails += init_env("needs the job's secret", "no secret is refused");
+	setenv("DEVCOLL_INSECURE", "1", 1);
+	fails += init_env("cannot reach rank 0", "DEVCOLL_INSECURE=1 is let through (to the connect)");
+	unsetenv("DEVCOLL_INSECURE");
+	setenv("DEVCOLL_SECRET", "short", 1);
+	fails += init_env("use 16 or more", "a 5-byte secret is refused");
+	unsetenv("DEVCOLL_SECRET");
+	if (write(fd, SECRET "\n", sizeof(SECRET)) != sizeof(SECRET))
+		fails++;
+	close(fd);
+	setenv("DEVCOLL_SECRET_FILE", path, 1);
+	chmod(path, 0644);
+	fails += init_env("readable by no one else", "a secret file others can read is refused");
+	chmod(path, 0600);
+	fails += init_env("cannot reach rank 0", "a secret file of mode 600 is let through (to the connect)");
+	unlink(path);
+	unsetenv("DEVCOLL_SECRET_FILE");
+	setenv("DEVCOLL_SECRET", SECRET, 1);
+	return fails;
+}
+
+int main(void)
+{
+	int fails = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	fails += strangers_then_ranks();
+	fails += duplicate_rank();
+	fails += wrong_secret();
+	fails += provisioning();
+	printf("%s\n", fails ? "FAIL" : "all passed");
+	return fails ? 1 : 0;
+}
