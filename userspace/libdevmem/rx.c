@@ -169,9 +169,11 @@ int devmem_rx_parse_next(struct msghdr *msg, struct devmem_rx_walk *w, const uin
 		if (cm->cmsg_level != SOL_SOCKET ||
 		    (cm->cmsg_type != SCM_DEVMEM_DMABUF && cm->cmsg_type != SCM_DEVMEM_LINEAR))
 			continue;
-		if (cm->cmsg_len < CMSG_LEN(sizeof(dc)))
-			return devmem_fail(-EPROTO, "devmem_rx_next: short devmem cmsg (%zu bytes)",
-					   (size_t)cm->cmsg_len);
+		if (cm->cmsg_len < CMSG_LEN(sizeof(dc)) ||
+		    cm->cmsg_len > msg->msg_controllen - (size_t)((char *)cm - (char *)msg->msg_control))
+			return devmem_fail(-EPROTO, "devmem_rx_next: a devmem cmsg of %zu bytes (of "
+					   "%zu, at least %zu)", (size_t)cm->cmsg_len,
+					   (size_t)msg->msg_controllen, (size_t)CMSG_LEN(sizeof(dc)));
 		memcpy(&dc, CMSG_DATA(cm), sizeof(dc));
 		if (dc.frag_size > bytes - w->reported)
 			return devmem_fail(-EPROTO, "devmem_rx_next: fragments cover more than "
