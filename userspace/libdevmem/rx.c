@@ -393,6 +393,7 @@ static ssize_t rx_recv_len(struct devmem_rx *rx, size_t len, int flags, struct d
 			for (unsigned int i = 0; i < nf; i++)
 				devmem_rx_release(rx, &frags[i]);
 			devmem_rx_flush(rx);
+			*nfrags = 0;	/* none left for the caller to release */
 			return ret;
 		}
 		linear_used += rx->walk.linear_used;

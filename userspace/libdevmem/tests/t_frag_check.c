@@ -39,6 +39,24 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
+/* Receives the test serves in place of the kernel's: each a cmsg buffer
+ * and a byte count, one per recvmsg(). */
+static struct { char ctrl[256]; size_t ctrllen, bytes; } script[4];
+static unsigned int nscript, at_script;
+
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	(void)fd;
+	(void)flags;
+	if (at_script == nscript) {
+		errno = EAGAIN;
+		return -1;
+	}
+	memcpy(msg->msg_control, script[at_script].ctrl, script[at_script].ctrllen);
+	msg->msg_controllen = script[at_script].ctrllen;
+	return (ssize_t)script[at_script++].bytes;
+}
+
 static void put(struct msghdr *msg, int type, uint64_t off, uint32_t size, uint32_t token,
 		uint32_t id)
 {
@@ -146,9 +164,45 @@ static void receive(void)
 	close(s);
 }
 
+/* Appends a receive of one dma-buf fragment to the script. */
+static void script_frag(uint64_t off, uint32_t len, uint32_t token, uint32_t id)
+{
+	struct msghdr m = { .msg_control = script[nscript].ctrl };
+
+	put(&m, SCM_DEVMEM_DMABUF, off, len, token, id);
+	script[nscript].ctrllen = m.msg_controllen;
+	script[nscript++].bytes = len;
+}
+
+/* devmem_rx_recv_exact() over two receives, the second refused: the call
+ * fails, reports no fragment, and every token went back once. */
+static void recv_exact_refused(void)
+{
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag frags[8];
+	unsigned int nf = 99;
+	char linear[64];
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	nscript = at_script = 0;
+	script_frag(0, 4096, 21, 3);
+	script_frag(4096, 4096, 22, 4);
+	nreturned = 0;
+	CHECK(devmem_rx_recv_exact(rx, 8192, frags, 8, &nf, linear, sizeof(linear)) == -EBADMSG,
+	      "recv_exact fails on the foreign fragment of its second receive");
+	CHECK(nf == 0, "no fragment left for the caller: %u", nf);
+	CHECK(nreturned == 2 && returned[0] == 22 && returned[1] == 21,
+	      "both tokens went back once (the refused one first): %u", nreturned);
+	CHECK(devmem_rx_held(rx) == 0 && devmem_rx_refused(rx) == 1, "nothing held, one refused");
+	devmem_rx_close(rx);
+	close(s);
+}
+
 int main(void)
 {
 	parser();
 	receive();
+	recv_exact_refused();
 	return check_done("t_frag_check");
 }
