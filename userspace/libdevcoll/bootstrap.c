@@ -65,12 +65,40 @@ socklen_t dc_sa_len(const struct sockaddr_storage *sa)
 	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-static void sa_set_port(struct sockaddr_storage *sa, uint16_t port)
+void dc_sa_set_port(struct sockaddr_storage *sa, uint16_t port)
 {
 	if (sa->ss_family == AF_INET6)
 		((struct sockaddr_in6 *)sa)->sin6_port = port;
 	else
 		((struct sockaddr_in *)sa)->sin_port = port;
+}
+
+size_t dc_sa_ip(const struct sockaddr_storage *sa, uint8_t ip[16])
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->ss_family == AF_INET) {
+		memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 4;
+	}
+	if (sa->ss_family != AF_INET6)
+		return 0;
+	if (!memcmp(s6->sin6_addr.s6_addr, v4mapped, sizeof(v4mapped))) {
+		memcpy(ip, s6->sin6_addr.s6_addr + 12, 4);
+		return 4;
+	}
+	memcpy(ip, s6->sin6_addr.s6_addr, 16);
+	return 16;
+}
+
+bool dc_sa_is_any(const struct sockaddr_storage *sa)
+{
+	static const uint8_t zero[16];
+	uint8_t ip[16];
+	size_t n = dc_sa_ip(sa, ip);
+
+	return n && !memcmp(ip, zero, n);
 }
 
 static uint16_t sa_port(const struct sockaddr_storage *sa)
@@ -84,7 +112,7 @@ int dc_listen_like(const struct sockaddr_storage *local, struct endpoint *ep, in
 	struct sockaddr_storage sa = *local;
 	int ret;
 
-	sa_set_port(&sa, 0);
+	dc_sa_set_port(&sa, 0);
 	ret = dc_listen(&sa, dc_sa_len(&sa), lfd);
 	if (ret)
 		return ret;
@@ -102,24 +130,34 @@ struct roll {
 };
 
 /* dc_greet's check of a registration: a job member's, for a rank not yet in. */
-static int enrol(void *arg, const uint8_t *nonce, const void *msg, int fd, const char **why)
+static uint32_t judge(void *arg, const uint8_t *nonce, const void *msg, const char **why)
 {
 	struct roll *rl = arg;
 	struct dc_reg r;
+	int ret = dc_reg_check(msg, sizeof(r), rl->c->key, nonce, rl->c->size, &r, why);
 
-	if (dc_reg_check(msg, sizeof(r), rl->c->key, nonce, rl->c->size, &r, why))
-		return 0;
+	if (ret)
+		return ret == -EACCES ? DC_REFUSED_SECRET : DC_REFUSED_MISMATCH;
 	if (rl->fds[r.rank]) {
 		snprintf(rl->why, sizeof(rl->why), "a second registration as rank %u (refused: the "
 			 "first stands)", r.rank);
 		*why = rl->why;
-		return 0;
+		return DC_REFUSED_TAKEN;
 	}
+	return DC_KEPT;
+}
+
+/* ... and what rank 0 keeps of one that passed it. */
+static void enrol(void *arg, const void *msg, int fd)
+{
+	struct roll *rl = arg;
+	struct dc_reg r;
+
+	memcpy(&r, msg, sizeof(r));
 	rl->fds[r.rank] = fd;
 	memcpy(rl->cnonce[r.rank], r.cnonce, DC_NONCE_LEN);
 	rl->c->eps[r.rank].sa = r.sa;
 	rl->c->eps[r.rank].len = dc_sa_len(&r.sa);
-	return 1;
 }
 
 /* Rank 0: the communicator's id and every endpoint to rank @r, with the
@@ -152,7 +190,7 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 	struct sockaddr_storage sa = *store;
 	struct roll rl = { .c = c };
 	struct dc_greeter g = { .kind = DC_CH_REG, .msg_len = sizeof(struct dc_reg),
-				.check = enrol, .arg = &rl, .want = c->size - 1,
+				.check = judge, .keep = enrol, .arg = &rl, .want = c->size - 1,
 				.deadline = deadline };
 	int ret, got = 0;
 
@@ -162,7 +200,7 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 		ret = dc_parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
 		if (ret)
 			return ret;
-		sa_set_port(&sa, sa_port(store));
+		dc_sa_set_port(&sa, sa_port(store));
 	}
 	ret = dc_listen(&sa, dc_sa_len(&sa), lfd);
 	if (ret)
@@ -198,27 +236,26 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 	return ret;
 }
 
-/* The other ranks: connects to rank 0, which may not be up yet. */
-static int reach_rank0(devcoll_comm *c, const char *addr, const struct sockaddr_storage *store,
-		       socklen_t slen, int64_t deadline, int *out)
+/* The address this host sends from to reach @to (a UDP socket's connect
+ * sends nothing): where to listen when nothing says. */
+static int route_source(const devcoll_comm *c, const struct sockaddr_storage *to, socklen_t len,
+			struct sockaddr_storage *out)
 {
-	int fd, err;
+	socklen_t ol = sizeof(*out);
+	int fd = socket(to->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
 
-	for (;;) {
-		fd = socket(store->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return dc_fail(-errno, "socket: %s", strerror(errno));
-		if (!connect(fd, (const struct sockaddr *)store, slen))
-			break;
-		err = -errno;
-		close(fd);
-		if (dc_now_ms() > deadline)
-			return dc_fail(err, "rank %d: cannot reach rank 0 at %s: %s", c->rank, addr,
-				       strerror(-err));
-		usleep(20000);
-	}
-	*out = fd;
-	return 0;
+	if (fd < 0)
+		return dc_fail(-errno, "socket: %s", strerror(errno));
+	if (connect(fd, (const struct sockaddr *)to, len) ||
+	    getsockname(fd, (struct sockaddr *)out, &ol))
+		ret = dc_fail(-errno, "rank %d: no route to rank 0: %s", c->rank, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+static void sign_reg(void *msg, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
+{
+	dc_reg_sign(msg, key, nonce);
 }
 
 /* The other ranks: the table rank 0 answers with, checked with the key. */
@@ -234,9 +271,9 @@ static int read_table(devcoll_comm *c, int fd, const uint8_t *cnonce, const char
 		return dc_fail(-ENOMEM, "out of memory");
 	ret = dc_io_all(fd, &t, sizeof(t), false, deadline);
 	if (ret == -ECONNRESET)
-		ret = dc_fail(-EACCES, "rank %d: rank 0 at %s refused the registration (a different "
-			      "secret or DEVCOLL_SIZE, or another process registered as rank %d)",
-			      c->rank, addr, c->rank);
+		ret = dc_fail(-ECONNRESET, "rank %d: rank 0 at %s took the registration but closed "
+			      "the connection before the table (it failed: see its error)", c->rank,
+			      addr);
 	if (!ret && (t.magic != AUTH_MAGIC || t.size != (uint32_t)c->size))
 		ret = dc_fail(-EPROTO, "rank %d: garbage from the rendezvous at %s", c->rank, addr);
 	if (!ret)
@@ -259,39 +296,38 @@ static int read_table(devcoll_comm *c, int fd, const uint8_t *cnonce, const char
 	return ret;
 }
 
-/* The other ranks: listen where rank 0's connection leaves from (or where
+/* The other ranks: listen where the route to rank 0 leaves from (or where
  * DEVCOLL_BIND_ADDR or DEVCOLL_IF say), register, read the table. */
 static int join(devcoll_comm *c, const char *addr, const struct sockaddr_storage *store,
 		socklen_t slen, const char *bind_addr, const char *if_addr, int *lfd,
 		int64_t deadline)
 {
 	struct dc_reg r = { AUTH_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, { 0 }, { 0 }, { 0 } };
-	uint8_t nonce[DC_NONCE_LEN];
+	char who[300];
+	struct dc_handshake h = { .to = store, .kind = DC_CH_REG, .msg = &r, .len = sizeof(r),
+				  .sign = sign_reg, .key = c->key, .deadline = deadline,
+				  .rank = c->rank, .who = who, .what = "registration" };
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	int fd = -1, ret;
 
-	ret = reach_rank0(c, addr, store, slen, deadline, &fd);
-	if (ret)
-		return ret;
-	getsockname(fd, (struct sockaddr *)&local, &ll);
+	snprintf(who, sizeof(who), "rank 0 at %s", addr);
 	if (bind_addr || if_addr)
 		ret = dc_parse_addr(bind_addr ? bind_addr : if_addr, false,
 				    bind_addr ? "DEVCOLL_BIND_ADDR" : "DEVCOLL_IF", &local, &ll);
+	else
+		ret = route_source(c, store, slen, &local);
 	if (!ret)
 		ret = dc_listen_like(&local, &c->eps[c->rank], lfd);
 	if (!ret)
-		ret = dc_greet_read(fd, DC_CH_REG, nonce, deadline);
-	if (!ret)
 		ret = dc_random(r.cnonce, sizeof(r.cnonce));
-	if (!ret) {
-		r.sa = c->eps[c->rank].sa;
-		dc_reg_sign(&r, c->key, nonce);
-		ret = dc_io_all(fd, &r, sizeof(r), true, deadline);
-	}
+	r.sa = c->eps[c->rank].sa;
 	if (!ret)
+		ret = dc_handshake(&h, &fd);
+	if (!ret) {
 		ret = read_table(c, fd, r.cnonce, addr, deadline);
-	close(fd);
+		close(fd);
+	}
 	return ret;
 }
 

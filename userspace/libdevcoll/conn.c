@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -61,24 +62,37 @@ int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
 	return 0;
 }
 
-/* dc_greet's check of a hello: a job member's, for this communicator, on
+/* dc_greet's check of a hello: a job member's, for this communicator, for
  * a connection not yet made. */
-static int take_hello(void *arg, const uint8_t *nonce, const void *msg, int fd, const char **why)
+static uint32_t judge_hello(void *arg, const uint8_t *nonce, const void *msg, const char **why)
 {
 	devcoll_comm *c = arg;
 	struct dc_hello_want want = { c->id, c->rank, c->size, c->nconns };
 	struct dc_hello h;
-	struct conn *k;
+	int ret = dc_hello_check(msg, sizeof(h), c->key, nonce, &want, &h, why);
 
-	if (dc_hello_check(msg, sizeof(h), c->key, nonce, &want, &h, why))
-		return 0;
-	k = &c->conns[h.from * c->nconns + h.idx];
-	if (k->fd >= 0) {
+	if (ret)
+		return ret == -EACCES ? DC_REFUSED_SECRET : DC_REFUSED_MISMATCH;
+	if (c->conns[h.from * c->nconns + h.idx].fd >= 0) {
 		*why = "a second hello for a connection already made";
-		return 0;
+		return DC_REFUSED_TAKEN;
 	}
-	k->fd = fd;
-	return 1;
+	return DC_KEPT;
+}
+
+/* ... and the connection of one that passed it. */
+static void take_hello(void *arg, const void *msg, int fd)
+{
+	devcoll_comm *c = arg;
+	struct dc_hello h;
+
+	memcpy(&h, msg, sizeof(h));
+	c->conns[h.from * c->nconns + h.idx].fd = fd;
+}
+
+static void sign_hello(void *msg, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
+{
+	dc_hello_sign(msg, key, nonce);
 }
 
 /*
@@ -113,38 +127,27 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 
 	for (int j = 0; j < c->rank; j++) {
 		for (unsigned int k = 0; k < c->nconns; k++) {
-			struct conn *cn = &c->conns[j * c->nconns + k];
-			struct dc_hello h = { AUTH_MAGIC, (uint32_t)c->rank, k, (uint32_t)j, c->id, { 0 } };
-			uint8_t nonce[DC_NONCE_LEN];
-			int fd;
+			struct dc_hello hl = { AUTH_MAGIC, (uint32_t)c->rank, k, (uint32_t)j, c->id, { 0 } };
+			char who[32];
+			struct dc_handshake h = { .to = &eps[j].sa, .from = &eps[c->rank].sa,
+						  .kind = DC_CH_HELLO, .msg = &hl, .len = sizeof(hl),
+						  .sign = sign_hello, .key = c->key,
+						  .deadline = deadline, .rank = c->rank, .who = who,
+						  .what = "connection" };
 
-			for (;;) {
-				fd = socket(eps[j].sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-				if (fd < 0)
-					return dc_fail(-errno, "socket: %s", strerror(errno));
-				if (!connect(fd, (const struct sockaddr *)&eps[j].sa, eps[j].len))
-					break;
-				ret = -errno;
-				close(fd);
-				if (dc_now_ms() > deadline)
-					return dc_fail(ret, "connecting to rank %d: %s", j, strerror(-ret));
-				usleep(10000);
-			}
-			cn->fd = fd;
-			ret = dc_greet_read(fd, DC_CH_HELLO, nonce, deadline);
-			if (ret)
-				return dc_fail(ret, "rank %d: connecting to rank %d: %s", c->rank, j,
-					       devcoll_last_error());
-			dc_hello_sign(&h, c->key, nonce);
-			ret = dc_io_all(fd, &h, sizeof(h), true, deadline);
+			snprintf(who, sizeof(who), "rank %d", j);
+			ret = dc_handshake(&h, &c->conns[j * c->nconns + k].fd);
 			if (ret)
 				return ret;
 		}
 	}
 	if (need > 0) {
+		/* only the higher ranks connect: from where they listen */
 		struct dc_greeter g = { .lfd = lfd, .kind = DC_CH_HELLO,
-					.msg_len = sizeof(struct dc_hello), .check = take_hello,
-					.arg = c, .want = need, .deadline = deadline };
+					.msg_len = sizeof(struct dc_hello), .check = judge_hello,
+					.keep = take_hello, .arg = c, .allow = &eps[c->rank + 1],
+					.nallow = c->size - 1 - c->rank, .want = need,
+					.deadline = deadline };
 
 		ret = dc_greet(&g);
 		dc_greet_report(&g, c->rank, "the mesh's listener");

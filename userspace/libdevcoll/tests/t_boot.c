@@ -137,6 +137,80 @@ static int strangers_then_ranks(void)
 	return fails;
 }
 
+/* A stranger's flood: connections opened as fast as they go for @ms, up
+ * to 300 held open at once (the oldest closed for each new one), none
+ * answering. */
+static pid_t flood(int port, int ms)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid)
+		return pid;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int held[300], n = 0;
+	struct timespec t0, t;
+
+	for (int i = 0; i < 300; i++)
+		held[i] = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(fd);
+			fd = -1;
+		}
+		if (held[n % 300] >= 0)
+			close(held[n % 300]);
+		held[n++ % 300] = fd;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	_exit(0);
+}
+
+/* Strangers flood the rendezvous while rank 1 stalls mid-handshake: rank
+ * 0 is stopped until rank 1 has connected, rank 1 then stopped for a second
+ * while the flood goes on (a flood pushes its connection out), and both
+ * must come up (the flood fills rank 0's mesh listener too). */
+static int flooded(void)
+{
+	int port = free_port(), st, fd;
+	char addr[64], out0[4096], out1[4096];
+	struct rank_run r0, r1;
+	pid_t f[4];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	start_rank(&r0, 0, 2, addr, SECRET, 10000);
+	fd = reach(port);
+	kill(r0.pid, SIGSTOP);
+	close(fd);
+	start_rank(&r1, 1, 2, addr, SECRET, 10000);
+	usleep(300000);		/* rank 1 connected; no challenge yet */
+	kill(r1.pid, SIGSTOP);
+	for (int i = 0; i < 4; i++)
+		f[i] = flood(port, 4000);
+	usleep(200000);
+	kill(r0.pid, SIGCONT);
+	usleep(1000000);
+	kill(r1.pid, SIGCONT);
+	int s0 = finish_rank(&r0, out0, sizeof(out0)), s1 = finish_rank(&r1, out1, sizeof(out1));
+
+	for (int i = 0; i < 4; i++) {
+		kill(f[i], SIGKILL);
+		waitpid(f[i], &st, 0);
+	}
+	if (s0 || s1) {
+		printf("FAIL: a flood of strangers at the rendezvous: rank 0 exit %d, rank 1 exit "
+		       "%d\n%s%s", s0, s1, out0, out1);
+		return 1;
+	}
+	printf("ok: 2 ranks came up during a flood of stranger connections: %s", out0);
+	return 0;
+}
+
 /* Two processes claim rank 1 while rank 0 waits for rank 2: the first
  * joins, the second is refused, and rank 0 says so. */
 static int duplicate_rank(void)
@@ -248,6 +322,7 @@ int main(void)
 
 	signal(SIGPIPE, SIG_IGN);
 	fails += strangers_then_ranks();
+	fails += flooded();
 	fails += duplicate_rank();
 	fails += wrong_secret();
 	fails += provisioning();

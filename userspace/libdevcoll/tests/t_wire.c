@@ -156,8 +156,71 @@ static void fresh_ids(void)
 	       "a world and two splits of it have three ids");
 }
 
+static uint32_t judge_any(void *arg, const uint8_t *nonce, const void *msg, const char **why)
+{
+	(void)arg, (void)nonce, (void)msg, (void)why;
+	return DC_KEPT;
+}
+
+static void keep_fd(void *arg, const void *msg, int fd)
+{
+	(void)msg;
+	*(int *)arg = fd;
+}
+
+/* A connection to @sa from @src (NULL: the route's address). */
+static int connect_from(const char *src, const struct sockaddr_storage *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_storage s;
+	socklen_t l;
+
+	if (src && (dc_parse_addr(src, false, "src", &s, &l) || bind(fd, (struct sockaddr *)&s, l)))
+		return -1;
+	return connect(fd, (const struct sockaddr *)sa, sizeof(struct sockaddr_in)) ? -1 : fd;
+}
+
+/* A mesh listener lets only the ranks' addresses take a slot: a stranger
+ * from 127.0.0.2 is closed at once (before any challenge), the rank from
+ * 127.0.0.1 is served. */
+static void allowlist(void)
+{
+	struct sockaddr_storage sa;
+	struct endpoint allow;
+	socklen_t l;
+	int lfd = -1, kept = -1, stranger, friend;
+	char buf[64];
+
+	if (dc_parse_addr("127.0.0.1", false, "addr", &sa, &l) || dc_listen(&sa, l, &lfd)) {
+		EXPECT(0, "listener: %s", devcoll_last_error());
+		return;
+	}
+	allow.sa = sa;
+	allow.len = l;
+	stranger = connect_from("127.0.0.2", &sa);
+	friend = connect_from(NULL, &sa);
+	EXPECT(stranger >= 0 && friend >= 0, "two connections");
+	EXPECT(send(friend, "8 bytes!", 8, 0) == 8, "the rank answers");
+	struct dc_greeter g = { .lfd = lfd, .kind = DC_CH_HELLO, .msg_len = 8, .check = judge_any,
+				.keep = keep_fd, .arg = &kept, .allow = &allow, .nallow = 1,
+				.want = 1, .deadline = dc_now_ms() + 3000 };
+	int ret = dc_greet(&g);
+
+	EXPECT(ret == 0 && kept >= 0, "the rank's connection is kept (%d)", ret);
+	EXPECT(g.strangers == 1 && strstr(g.last_why, "no rank's address"),
+	       "the stranger is dropped as such: %u, \"%s\"", g.strangers, g.last_why);
+	EXPECT(recv(stranger, buf, sizeof(buf), 0) == 0, "and got no challenge, only the close");
+	EXPECT(recv(friend, buf, sizeof(buf), 0) == sizeof(struct dc_challenge) + sizeof(struct dc_verdict),
+	       "the rank got its challenge and the verdict");
+	close(kept);
+	close(stranger);
+	close(friend);
+	close(lfd);
+}
+
 int main(void)
 {
+	allowlist();
 	vectors();
 	hellos();
 	headers();
