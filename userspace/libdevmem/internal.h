@@ -59,7 +59,8 @@ struct devmem_rx_walk {
  * Walks the cmsgs of one recvmsg(MSG_SOCK_DEVMEM) that returned @bytes with
  * linear bytes at @data; @w zeroed but for the dma-buf before the first
  * call. Returns 1 and the next fragment, 0 at the end, -EPROTO when the
- * cmsgs do not add up to @bytes, -EBADMSG (the fragment in @frag, for its
+ * cmsgs do not add up to @bytes or a cmsg's length (of any type) does not
+ * fit the control buffer, -EBADMSG (the fragment in @frag, for its
  * token) when a dma-buf fragment names dma-buf 0 or another than @w's, or
  * does not lie within @w's dma-buf.
  */

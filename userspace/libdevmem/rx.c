@@ -139,6 +139,35 @@ DEVMEM_EXPORT ssize_t devmem_rx_recv(struct devmem_rx *rx, int flags)
 }
 
 /*
+ * The cmsg after @cm in @msg, or the first (@cm NULL): its header within the
+ * control buffer, else NULL. Walked by hand, not with CMSG_NXTHDR, so that
+ * each cmsg's length is checked here (cmsg_ok) whatever libc does.
+ */
+static struct cmsghdr *next_hdr(const struct msghdr *msg, const struct cmsghdr *cm)
+{
+	size_t at = cm ? (size_t)((const char *)cm - (const char *)msg->msg_control) +
+			     CMSG_ALIGN(cm->cmsg_len)
+		       : 0;
+
+	if (!msg->msg_control || at >= msg->msg_controllen ||
+	    msg->msg_controllen - at < sizeof(struct cmsghdr))
+		return NULL;
+	return (struct cmsghdr *)((char *)msg->msg_control + at);
+}
+
+/* Whether @cm's length covers its header (and a devmem cmsg's payload)
+ * and stays within the control buffer. */
+static bool cmsg_ok(const struct msghdr *msg, const struct cmsghdr *cm)
+{
+	size_t room = msg->msg_controllen - (size_t)((const char *)cm - (const char *)msg->msg_control);
+	bool devmem = cm->cmsg_level == SOL_SOCKET && (cm->cmsg_type == SCM_DEVMEM_DMABUF ||
+						       cm->cmsg_type == SCM_DEVMEM_LINEAR);
+
+	return cm->cmsg_len >= CMSG_LEN(devmem ? sizeof(struct dmabuf_cmsg) : 0) &&
+	       cm->cmsg_len <= room;
+}
+
+/*
  * The next fragment of the last receive. Devmem skbs come with cmsgs: one
  * per dma-buf fragment, one per run of linear bytes (copied to the iov in
  * order). Readable skbs come without any: then all the bytes are linear.
@@ -151,7 +180,7 @@ int devmem_rx_parse_next(struct msghdr *msg, struct devmem_rx_walk *w, const uin
 		struct cmsghdr *cm;
 
 		if (!w->started) {
-			cm = CMSG_FIRSTHDR(msg);
+			cm = next_hdr(msg, NULL);
 			w->started = true;
 			if (!cm && bytes) {
 				/* Plain data: the flow is not on a bound queue. */
@@ -161,19 +190,20 @@ int devmem_rx_parse_next(struct msghdr *msg, struct devmem_rx_walk *w, const uin
 				return 1;
 			}
 		} else {
-			cm = w->cursor ? CMSG_NXTHDR(msg, w->cursor) : NULL;
+			cm = w->cursor ? next_hdr(msg, w->cursor) : NULL;
 		}
 		w->cursor = cm;
 		if (!cm)
 			break;
+		if (!cmsg_ok(msg, cm)) {
+			w->cursor = NULL;	/* the walk cannot go past it */
+			return devmem_fail(-EPROTO, "devmem_rx_next: a cmsg (level %d, type %d) of "
+					   "%zu bytes (of %zu)", cm->cmsg_level, cm->cmsg_type,
+					   (size_t)cm->cmsg_len, (size_t)msg->msg_controllen);
+		}
 		if (cm->cmsg_level != SOL_SOCKET ||
 		    (cm->cmsg_type != SCM_DEVMEM_DMABUF && cm->cmsg_type != SCM_DEVMEM_LINEAR))
 			continue;
-		if (cm->cmsg_len < CMSG_LEN(sizeof(dc)) ||
-		    cm->cmsg_len > msg->msg_controllen - (size_t)((char *)cm - (char *)msg->msg_control))
-			return devmem_fail(-EPROTO, "devmem_rx_next: a devmem cmsg of %zu bytes (of "
-					   "%zu, at least %zu)", (size_t)cm->cmsg_len,
-					   (size_t)msg->msg_controllen, (size_t)CMSG_LEN(sizeof(dc)));
 		memcpy(&dc, CMSG_DATA(cm), sizeof(dc));
 		if (dc.frag_size > bytes - w->reported)
 			return devmem_fail(-EPROTO, "devmem_rx_next: fragments cover more than "
@@ -224,24 +254,40 @@ static void give_token(struct devmem_rx *rx, uint32_t token)
 	}
 }
 
-/* A refused fragment: its token, and those of the receive's later
- * fragments (which can no longer be delivered in order), go back now. */
-static void refuse_rest(struct devmem_rx *rx, const struct devmem_frag *bad)
+/* After a failed walk: the token of every dma-buf cmsg from the cursor
+ * on (the fragment that failed it included) goes back, none handed out.
+ * Only lengths are checked: a fragment that could not be delivered is
+ * still the kernel's to free. */
+static void return_rest(struct devmem_rx *rx)
 {
+	for (struct cmsghdr *cm = rx->walk.cursor; cm && cmsg_ok(&rx->msg, cm);
+	     cm = next_hdr(&rx->msg, cm)) {
+		struct dmabuf_cmsg dc;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_DEVMEM_DMABUF)
+			continue;
+		memcpy(&dc, CMSG_DATA(cm), sizeof(dc));
+		give_token(rx, dc.frag_token);
+	}
+	rx->walk.cursor = NULL;
+}
+
+/* A refused fragment fails the receive: it and the rest are counted as
+ * the walk finds them, and all their tokens go back now. */
+static void refuse_rest(struct devmem_rx *rx)
+{
+	struct devmem_rx_walk w = rx->walk;	/* a copy: return_rest walks from here */
+	uint64_t refused = 1;
 	struct devmem_frag f;
 	char why[256];
 	int ret;
 
 	snprintf(why, sizeof(why), "%s", devmem_last_error());
-	rx->refused++;
-	give_token(rx, bad->token);
-	while ((ret = devmem_rx_parse_next(&rx->msg, &rx->walk, rx->data_at, rx->bytes, &f)) == 1 ||
-	       ret == -EBADMSG) {
-		if (ret == -EBADMSG)
-			rx->refused++;
-		if (ret == -EBADMSG || f.dmabuf_id)
-			give_token(rx, f.token);
-	}
+	while ((ret = devmem_rx_parse_next(&rx->msg, &w, rx->data_at, rx->bytes, &f)) == 1 ||
+	       ret == -EBADMSG)
+		refused += ret == -EBADMSG;
+	rx->refused += refused;
+	return_rest(rx);
 	devmem_rx_flush(rx);
 	devmem_fail(-EBADMSG, "%s; refused fragments on fd %d so far: %llu (their tokens "
 		    "returned to the kernel)", why, rx->sock, (unsigned long long)rx->refused);
@@ -253,12 +299,21 @@ DEVMEM_EXPORT int devmem_rx_next(struct devmem_rx *rx, struct devmem_frag *frag)
 	int ret;
 
 	if (rx->walk_err)
-		return devmem_fail(rx->walk_err, "devmem_rx_next: the receive had a refused "
-				   "fragment (%llu on fd %d so far)",
+		return devmem_fail(rx->walk_err, "devmem_rx_next: the receive failed already (%llu "
+				   "fragments refused on fd %d so far)",
 				   (unsigned long long)rx->refused, rx->sock);
 	ret = devmem_rx_parse_next(&rx->msg, &rx->walk, rx->data_at, rx->bytes, &f);
 	if (ret == -EBADMSG) {
-		refuse_rest(rx, &f);
+		refuse_rest(rx);
+	} else if (ret < 0) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", devmem_last_error());
+		return_rest(rx);
+		devmem_rx_flush(rx);
+		devmem_fail(ret, "%s (the receive's later tokens returned to the kernel)", why);
+	}
+	if (ret < 0) {
 		rx->walk_err = ret;
 		return ret;
 	}

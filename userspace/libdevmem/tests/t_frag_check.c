@@ -199,8 +199,94 @@ static void recv_exact_refused(void)
 	close(s);
 }
 
+/* A receive that claims more bytes in fragments than it brought fails with
+ * -EPROTO: the fragment handed out stays the caller's, every later token
+ * goes back at once, and none twice. */
+static void overrun_returns_tokens(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag f, frags[8];
+	unsigned int nf = 99;
+	uint8_t data[1];
+	char linear[64];
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 1, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 2, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 8192, 4096, 3, 3);
+	dm_rx_took(rx, &msg, data, 4096);
+	nreturned = 0;
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 1, "the first fragment is handed out");
+	CHECK(devmem_rx_next(rx, &f) == -EPROTO && HAS("cover more than the 4096 bytes"),
+	      "the second overruns the receive: '%s'", devmem_last_error());
+	CHECK(nreturned == 2 && returned[0] == 2 && returned[1] == 3,
+	      "tokens 2 and 3 went back: %u returned", nreturned);
+	CHECK(devmem_rx_held(rx) == 1, "token 1 is still the caller's: %llu held",
+	      (unsigned long long)devmem_rx_held(rx));
+	CHECK(devmem_rx_next(rx, &f) == -EPROTO && nreturned == 2,
+	      "the receive stays failed, nothing returned twice");
+	f = (struct devmem_frag){ .len = 4096, .token = 1, .dmabuf_id = 3 };
+	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && nreturned == 3 &&
+	      devmem_rx_held(rx) == 0, "the caller's goes back too");
+
+	/* through recv_exact: nothing reaches the caller, every token goes back */
+	nscript = at_script = 0;
+	msg = (struct msghdr){ .msg_control = script[0].ctrl };
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 4, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 5, 3);
+	script[0].ctrllen = msg.msg_controllen;
+	script[nscript++].bytes = 4096;
+	nreturned = 0;
+	CHECK(devmem_rx_recv_exact(rx, 4096, frags, 8, &nf, linear, sizeof(linear)) == -EPROTO &&
+	      nf == 0, "recv_exact fails on the overrun, no fragment for the caller");
+	CHECK(nreturned == 2 && ((returned[0] == 5 && returned[1] == 4) ||
+				 (returned[0] == 4 && returned[1] == 5)) && devmem_rx_held(rx) == 0,
+	      "tokens 4 and 5 went back once each: %u returned", nreturned);
+	devmem_rx_close(rx);
+	close(s);
+}
+
+/* Appends a bare cmsg header of @level, @type claiming @len bytes. */
+static void put_hdr(struct msghdr *msg, int level, int type, size_t len)
+{
+	struct cmsghdr *cm = (struct cmsghdr *)((char *)msg->msg_control + msg->msg_controllen);
+
+	cm->cmsg_level = level;
+	cm->cmsg_type = type;
+	cm->cmsg_len = len;
+	msg->msg_controllen += CMSG_SPACE(0);
+}
+
+/* Every cmsg's length is checked, whatever its type: one running past the
+ * control buffer, or shorter than its own header, fails the walk. */
+static void foreign_cmsg_lengths(void)
+{
+	static const size_t lens[] = { 4000, 4, 0 };
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct msghdr msg = { .msg_control = ctrl };
+		struct devmem_rx_walk w = { 0 };
+		struct devmem_frag f;
+		uint8_t data[100];
+
+		memset(ctrl, 0, sizeof(ctrl));
+		put(&msg, SCM_DEVMEM_LINEAR, 0, 100, 0, 0);
+		put_hdr(&msg, SOL_SOCKET, SCM_TIMESTAMP, lens[i]);
+		CHECK(devmem_rx_parse_next(&msg, &w, data, 100, &f) == 1 && f.len == 100,
+		      "the linear bytes first");
+		CHECK(devmem_rx_parse_next(&msg, &w, data, 100, &f) == -EPROTO &&
+		      HAS("a cmsg (level 1, type"), "then a SCM_TIMESTAMP cmsg of %zu bytes (of %zu) "
+		      "fails the walk: '%s'", lens[i], (size_t)msg.msg_controllen, devmem_last_error());
+	}
+}
+
 int main(void)
 {
+	overrun_returns_tokens();
+	foreign_cmsg_lengths();
 	parser();
 	receive();
 	recv_exact_refused();
