@@ -93,28 +93,21 @@ static void serve(struct dc_greeter *g, struct pending *p, int *kept)
 	(*kept)++;
 }
 
-/* Whether @a and @b are the same IP address (v4-mapped v6 as v4). */
-static bool same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	uint8_t x[16], y[16];
-	size_t nx = dc_sa_ip(a, x), ny = dc_sa_ip(b, y);
-
-	return nx && nx == ny && !memcmp(x, y, nx);
-}
-
-/* Whether @peer may take a slot: from one of the addresses expected, if any. */
+/* Whether @peer may take a slot: from one of the addresses expected, if
+ * any. A rank whose endpoint is a wildcard, or of the other IP version
+ * than @peer, connects from addresses unknown here: then anyone may. */
 static bool allowed(const struct dc_greeter *g, const struct sockaddr_storage *peer)
 {
-	uint8_t ip[16];
+	static const uint8_t zero[16];
+	uint8_t ip[16], pip[16];
+	size_t pn = dc_sa_ip(peer, pip);
 
 	if (!g->allow)
 		return true;
 	for (int i = 0; i < g->nallow; i++) {
 		size_t n = dc_sa_ip(&g->allow[i].sa, ip);
 
-		if (!n || !memcmp(ip, (const uint8_t[16]){ 0 }, n))
-			return true;	/* a wildcard: anyone may be that rank */
-		if (same_ip(&g->allow[i].sa, peer))
+		if (!n || n != pn || !memcmp(ip, zero, n) || !memcmp(ip, pip, n))
 			return true;
 	}
 	return false;
