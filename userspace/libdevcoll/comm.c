@@ -125,6 +125,7 @@ void dc_comm_free(devcoll_comm *c)
 	free(c->p2p_rseq);
 	free(c->eps);
 	free(c->tmp);
+	explicit_bzero(c->key, sizeof(c->key));
 	free(c);
 }
 

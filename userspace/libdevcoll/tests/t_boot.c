@@ -289,6 +289,62 @@ static int init_env(const char *want, const char *what)
 	return 0;
 }
 
+/* DEVCOLL_SECRET is taken out of the environment at init (a child process
+ * does not inherit it) and still serves the process's next init;
+ * DEVCOLL_INSECURE=1 in effect says so on stderr. */
+static int secret_hygiene(void)
+{
+	char addr[64], log[] = "/tmp/t_boot_err.XXXXXX", err[4096] = "";
+	int fd = mkstemp(log), st, fails = 0;
+	ssize_t n;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	fflush(stdout);
+	if (!fork()) {
+		struct devcoll_opts o = { .rank = 1, .size = 2, .addr = addr, .timeout_ms = 300 };
+		devcoll_comm *c;
+
+		alarm(10);
+		setenv("DEVCOLL_SECRET", SECRET, 1);
+		if (!devcoll_comm_init(&c, &o) || !strstr(devcoll_last_error(), "cannot reach rank 0"))
+			_exit(1);
+		if (getenv("DEVCOLL_SECRET"))
+			_exit(2);
+		if (!devcoll_comm_init(&c, &o) || !strstr(devcoll_last_error(), "cannot reach rank 0"))
+			_exit(3);
+		_exit(0);
+	}
+	wait(&st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("FAIL: DEVCOLL_SECRET at init: step %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		fails++;
+	} else {
+		printf("ok: DEVCOLL_SECRET is out of the environment after init, and serves the next\n");
+	}
+	if (!fork()) {
+		struct devcoll_opts o = { .rank = 1, .size = 2, .addr = addr, .timeout_ms = 300 };
+		devcoll_comm *c;
+
+		alarm(10);
+		dup2(fd, 2);
+		unsetenv("DEVCOLL_SECRET");
+		setenv("DEVCOLL_INSECURE", "1", 1);
+		_exit(!devcoll_comm_init(&c, &o));
+	}
+	wait(&st);
+	n = pread(fd, err, sizeof(err) - 1, 0);
+	err[n > 0 ? n : 0] = 0;
+	close(fd);
+	unlink(log);
+	if (!strstr(err, "DEVCOLL_INSECURE=1: no secret")) {
+		printf("FAIL: DEVCOLL_INSECURE=1 went unannounced: \"%s\"\n", err);
+		fails++;
+	} else {
+		printf("ok: DEVCOLL_INSECURE=1 is announced: %s", err);
+	}
+	return fails;
+}
+
 static int provisioning(void)
 {
 	char path[] = "/tmp/t_boot_secret.XXXXXX";
@@ -311,6 +367,12 @@ static int provisioning(void)
 	chmod(path, 0600);
 	fails += init_env("cannot reach rank 0", "a secret file of mode 600 is let through (to the connect)");
 	unlink(path);
+	if (mkfifo(path, 0600)) {
+		printf("FAIL: mkfifo\n");
+		fails++;
+	}
+	fails += init_env("not a regular file", "a FIFO as the secret file is refused, not waited on");
+	unlink(path);
 	unsetenv("DEVCOLL_SECRET_FILE");
 	setenv("DEVCOLL_SECRET", SECRET, 1);
 	return fails;
@@ -326,6 +388,7 @@ int main(void)
 	fails += duplicate_rank();
 	fails += wrong_secret();
 	fails += provisioning();
+	fails += secret_hygiene();
 	printf("%s\n", fails ? "FAIL" : "all passed");
 	return fails ? 1 : 0;
 }
