@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * libFuzzer target of libdevmem's cmsg parser (devmem_rx_parse_next), what
- * a devmem receive is made of. The input: the bytes received (4 bytes,
- * below 1 MiB), the declared dma-buf's id (1 byte, 0: none) and size (3
- * bytes, in 64-byte units), then the control buffer. Beyond not crashing
+ * a devmem receive is made of. The input: the bytes received (3 bytes,
+ * below 1 MiB; a 4th byte unused), the declared dma-buf's id (1 byte, 0:
+ * none) and size (3 bytes, in 64-byte units), then the control buffer. Beyond not crashing
  * (ASan/UBSan), every fragment handed out must lie where it claims: linear
  * ones within the bytes received, dma-buf ones within the declared buffer,
  * and all of them (refused ones too) add up to what was received.
