@@ -33,6 +33,8 @@ ip netns exec ns2 $devmem nic setup dtb --reserve 2 > /dev/null || fail "nic set
 AS0=()
 AS1=()
 USER1000=(setpriv --reuid 1000 --regid 1000 --clear-groups)
+# the job's secret, which DEVCOLL_ADDR's rendezvous requires (every rank's)
+export DEVCOLL_SECRET=$(head -c 24 /dev/urandom | base64)
 
 # run NAME PORT RX [VAR=VALUE...]: both ranks (of $PROG, else coll_check); outputs in
 # /tmp/coll.NAME.{0,1}{,.err}. Each rank's RDPM_SOCKET is its namespace's

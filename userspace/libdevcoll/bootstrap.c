@@ -2,11 +2,16 @@
 /*
  * Bootstrap from the environment: rank 0 listens on DEVCOLL_ADDR and
  * collects every rank's endpoint (a listener of its own), then hands the
- * table to all; the endpoint helpers are shared with pmix.c and split.
+ * table and a fresh communicator id to all; the endpoint helpers are shared
+ * with pmix.c and split. Each registration answers a challenge with the HMAC
+ * of the job's secret (secret.c, wire.c), and the table comes back with
+ * rank 0's: a process without the secret neither joins nor misleads a rank.
+ * Rank 0 serves all connections at once (greet.c): strangers are dropped.
  */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,12 +65,40 @@ socklen_t dc_sa_len(const struct sockaddr_storage *sa)
 	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-static void sa_set_port(struct sockaddr_storage *sa, uint16_t port)
+void dc_sa_set_port(struct sockaddr_storage *sa, uint16_t port)
 {
 	if (sa->ss_family == AF_INET6)
 		((struct sockaddr_in6 *)sa)->sin6_port = port;
 	else
 		((struct sockaddr_in *)sa)->sin_port = port;
+}
+
+size_t dc_sa_ip(const struct sockaddr_storage *sa, uint8_t ip[16])
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->ss_family == AF_INET) {
+		memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 4;
+	}
+	if (sa->ss_family != AF_INET6)
+		return 0;
+	if (!memcmp(s6->sin6_addr.s6_addr, v4mapped, sizeof(v4mapped))) {
+		memcpy(ip, s6->sin6_addr.s6_addr + 12, 4);
+		return 4;
+	}
+	memcpy(ip, s6->sin6_addr.s6_addr, 16);
+	return 16;
+}
+
+bool dc_sa_is_any(const struct sockaddr_storage *sa)
+{
+	static const uint8_t zero[16];
+	uint8_t ip[16];
+	size_t n = dc_sa_ip(sa, ip);
+
+	return n && !memcmp(ip, zero, n);
 }
 
 static uint16_t sa_port(const struct sockaddr_storage *sa)
@@ -79,7 +112,7 @@ int dc_listen_like(const struct sockaddr_storage *local, struct endpoint *ep, in
 	struct sockaddr_storage sa = *local;
 	int ret;
 
-	sa_set_port(&sa, 0);
+	dc_sa_set_port(&sa, 0);
 	ret = dc_listen(&sa, dc_sa_len(&sa), lfd);
 	if (ret)
 		return ret;
@@ -88,39 +121,66 @@ int dc_listen_like(const struct sockaddr_storage *local, struct endpoint *ep, in
 	return 0;
 }
 
-struct reg {
-	uint32_t magic, rank, size, pad;
-	struct sockaddr_storage sa;
+/* What rank 0 keeps of the registrations: by rank. */
+struct roll {
+	devcoll_comm *c;
+	int *fds;
+	uint8_t (*cnonce)[DC_NONCE_LEN];
+	char why[96];
 };
 
-/* Rank 0: accepts the others' registrations until all are in or the
- * deadline; their connections in @fds, by rank. */
-static int collect(devcoll_comm *c, int lfd, int *fds, int64_t deadline)
+/* dc_greet's check of a registration: a job member's, for a rank not yet in. */
+static uint32_t judge(void *arg, const uint8_t *nonce, const void *msg, const char **why)
 {
-	for (int got = 0; got < c->size - 1;) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int64_t left = deadline - dc_now_ms();
-		struct reg r;
-		int fd;
+	struct roll *rl = arg;
+	struct dc_reg r;
+	int ret = dc_reg_check(msg, sizeof(r), rl->c->key, nonce, rl->c->size, &r, why);
 
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return dc_fail(-ETIMEDOUT, "rank 0: %d of %d ranks registered before the "
-				       "timeout", got + 1, c->size);
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (dc_io_all(fd, &r, sizeof(r), false, deadline) || r.magic != WIRE_MAGIC ||
-		    (int)r.size != c->size || r.rank == 0 || (int)r.rank >= c->size ||
-		    fds[r.rank]) {
-			close(fd);
-			continue;
-		}
-		fds[r.rank] = fd;
-		c->eps[r.rank].sa = r.sa;
-		c->eps[r.rank].len = dc_sa_len(&r.sa);
-		got++;
+	if (ret)
+		return ret == -EACCES ? DC_REFUSED_SECRET : DC_REFUSED_MISMATCH;
+	if (rl->fds[r.rank]) {
+		snprintf(rl->why, sizeof(rl->why), "a second registration as rank %u (refused: the "
+			 "first stands)", r.rank);
+		*why = rl->why;
+		return DC_REFUSED_TAKEN;
 	}
-	return 0;
+	return DC_KEPT;
+}
+
+/* ... and what rank 0 keeps of one that passed it. */
+static void enrol(void *arg, const void *msg, int fd)
+{
+	struct roll *rl = arg;
+	struct dc_reg r;
+
+	memcpy(&r, msg, sizeof(r));
+	rl->fds[r.rank] = fd;
+	memcpy(rl->cnonce[r.rank], r.cnonce, DC_NONCE_LEN);
+	rl->c->eps[r.rank].sa = r.sa;
+	rl->c->eps[r.rank].len = dc_sa_len(&r.sa);
+}
+
+/* Rank 0: the communicator's id and every endpoint to rank @r, with the
+ * MAC over the nonce @r registered with, so it knows rank 0 has the key. */
+static int send_table(devcoll_comm *c, int fd, const uint8_t *cnonce, int64_t deadline)
+{
+	struct dc_table_hdr t = { AUTH_MAGIC, (uint32_t)c->size, c->id };
+	struct sockaddr_storage *eps = calloc((size_t)c->size, sizeof(*eps));
+	uint8_t mac[DC_SHA256_LEN];
+	int ret;
+
+	if (!eps)
+		return dc_fail(-ENOMEM, "out of memory");
+	for (int j = 0; j < c->size; j++)
+		eps[j] = c->eps[j].sa;
+	dc_table_mac(c->key, cnonce, &t, eps, mac);
+	ret = dc_io_all(fd, &t, sizeof(t), true, deadline);
+	if (!ret)
+		ret = dc_io_all(fd, eps, (size_t)c->size * sizeof(*eps), true, deadline);
+	if (!ret)
+		ret = dc_io_all(fd, mac, sizeof(mac), true, deadline);
+	free(eps);
+	return ret;
 }
 
 /* Rank 0: serves the rendezvous on @store (bound to @bind_addr if set). */
@@ -128,7 +188,11 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 		 socklen_t slen, const char *bind_addr, int *lfd, int64_t deadline)
 {
 	struct sockaddr_storage sa = *store;
-	int *fds, ret;
+	struct roll rl = { .c = c };
+	struct dc_greeter g = { .kind = DC_CH_REG, .msg_len = sizeof(struct dc_reg),
+				.check = judge, .keep = enrol, .arg = &rl, .want = c->size - 1,
+				.deadline = deadline };
+	int ret, got = 0;
 
 	if (bind_addr) {
 		socklen_t l;
@@ -136,79 +200,134 @@ static int serve(devcoll_comm *c, const char *addr, const struct sockaddr_storag
 		ret = dc_parse_addr(bind_addr, false, "DEVCOLL_BIND_ADDR", &sa, &l);
 		if (ret)
 			return ret;
-		sa_set_port(&sa, sa_port(store));
+		dc_sa_set_port(&sa, sa_port(store));
 	}
 	ret = dc_listen(&sa, dc_sa_len(&sa), lfd);
 	if (ret)
 		return dc_fail(ret, "rank 0: rendezvous on %s: %s", addr, devcoll_last_error());
 	c->eps[0].sa = *store;	/* as the others reach it */
 	c->eps[0].len = slen;
-	fds = calloc((size_t)c->size, sizeof(int));
-	if (!fds)
+	rl.fds = calloc((size_t)c->size, sizeof(int));
+	rl.cnonce = calloc((size_t)c->size, DC_NONCE_LEN);
+	if (!rl.fds || !rl.cnonce) {
+		free(rl.fds);
+		free(rl.cnonce);
 		return dc_fail(-ENOMEM, "out of memory");
-	ret = collect(c, *lfd, fds, deadline);
-	for (int i = 1; i < c->size; i++) {
-		for (int j = 0; fds[i] && j < c->size && !ret; j++)
-			ret = dc_io_all(fds[i], &c->eps[j].sa, sizeof(c->eps[j].sa), true, deadline);
-		if (fds[i])
-			close(fds[i]);
 	}
-	free(fds);
+	g.lfd = *lfd;
+	ret = dc_greet(&g);
+	dc_greet_report(&g, 0, "the rendezvous");
+	for (int i = 1; i < c->size; i++)
+		got += rl.fds[i] != 0;
+	if (ret == -ETIMEDOUT)
+		ret = dc_fail(ret, "rank 0: %d of %d ranks registered before the timeout%s%s", got + 1,
+			      c->size, g.strangers ? "; dropped strangers, the last: " : "",
+			      g.strangers ? g.last_why : "");
+	if (!ret)
+		ret = dc_random(&c->id, sizeof(c->id));
+	for (int i = 1; i < c->size; i++) {
+		if (rl.fds[i] && !ret)
+			ret = send_table(c, rl.fds[i], rl.cnonce[i], deadline);
+		if (rl.fds[i])
+			close(rl.fds[i]);
+	}
+	free(rl.fds);
+	free(rl.cnonce);
 	return ret;
 }
 
-/* The other ranks: connects to rank 0, which may not be up yet. */
-static int reach_rank0(devcoll_comm *c, const char *addr, const struct sockaddr_storage *store,
-		       socklen_t slen, int64_t deadline, int *out)
+/* The address this host sends from to reach @to (a UDP socket's connect
+ * sends nothing): where to listen when nothing says. */
+static int route_source(const devcoll_comm *c, const struct sockaddr_storage *to, socklen_t len,
+			struct sockaddr_storage *out)
 {
-	int fd, err;
+	socklen_t ol = sizeof(*out);
+	int fd = socket(to->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
 
-	for (;;) {
-		fd = socket(store->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return dc_fail(-errno, "socket: %s", strerror(errno));
-		if (!connect(fd, (const struct sockaddr *)store, slen))
-			break;
-		err = -errno;
-		close(fd);
-		if (dc_now_ms() > deadline)
-			return dc_fail(err, "rank %d: cannot reach rank 0 at %s: %s", c->rank, addr,
-				       strerror(-err));
-		usleep(20000);
-	}
-	*out = fd;
-	return 0;
+	if (fd < 0)
+		return dc_fail(-errno, "socket: %s", strerror(errno));
+	if (connect(fd, (const struct sockaddr *)to, len) ||
+	    getsockname(fd, (struct sockaddr *)out, &ol))
+		ret = dc_fail(-errno, "rank %d: no route to rank 0: %s", c->rank, strerror(errno));
+	close(fd);
+	return ret;
 }
 
-/* The other ranks: listen where rank 0's connection leaves from (or where
+static void sign_reg(void *msg, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
+{
+	dc_reg_sign(msg, key, nonce);
+}
+
+/* The other ranks: the table rank 0 answers with, checked with the key. */
+static int read_table(devcoll_comm *c, int fd, const uint8_t *cnonce, const char *addr,
+		      int64_t deadline)
+{
+	struct dc_table_hdr t;
+	struct sockaddr_storage *eps = calloc((size_t)c->size, sizeof(*eps));
+	uint8_t mac[DC_SHA256_LEN], want[DC_SHA256_LEN];
+	int ret;
+
+	if (!eps)
+		return dc_fail(-ENOMEM, "out of memory");
+	ret = dc_io_all(fd, &t, sizeof(t), false, deadline);
+	if (ret == -ECONNRESET)
+		ret = dc_fail(-ECONNRESET, "rank %d: rank 0 at %s took the registration but closed "
+			      "the connection before the table (it failed: see its error)", c->rank,
+			      addr);
+	if (!ret && (t.magic != AUTH_MAGIC || t.size != (uint32_t)c->size))
+		ret = dc_fail(-EPROTO, "rank %d: garbage from the rendezvous at %s", c->rank, addr);
+	if (!ret)
+		ret = dc_io_all(fd, eps, (size_t)c->size * sizeof(*eps), false, deadline);
+	if (!ret)
+		ret = dc_io_all(fd, mac, sizeof(mac), false, deadline);
+	if (!ret) {
+		dc_table_mac(c->key, cnonce, &t, eps, want);
+		if (!dc_mac_equal(mac, want, sizeof(mac)))
+			ret = dc_fail(-EACCES, "rank %d: the rendezvous at %s does not know the job's "
+				      "secret", c->rank, addr);
+	}
+	for (int j = 0; j < c->size && !ret; j++) {
+		c->eps[j].sa = eps[j];
+		c->eps[j].len = dc_sa_len(&eps[j]);
+	}
+	if (!ret)
+		c->id = t.id;
+	free(eps);
+	return ret;
+}
+
+/* The other ranks: listen where the route to rank 0 leaves from (or where
  * DEVCOLL_BIND_ADDR or DEVCOLL_IF say), register, read the table. */
 static int join(devcoll_comm *c, const char *addr, const struct sockaddr_storage *store,
 		socklen_t slen, const char *bind_addr, const char *if_addr, int *lfd,
 		int64_t deadline)
 {
-	struct reg r = { WIRE_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, {0} };
+	struct dc_reg r = { AUTH_MAGIC, (uint32_t)c->rank, (uint32_t)c->size, 0, { 0 }, { 0 }, { 0 } };
+	char who[300];
+	struct dc_handshake h = { .to = store, .kind = DC_CH_REG, .msg = &r, .len = sizeof(r),
+				  .sign = sign_reg, .key = c->key, .deadline = deadline,
+				  .rank = c->rank, .who = who, .what = "registration" };
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	int fd = -1, ret;
 
-	ret = reach_rank0(c, addr, store, slen, deadline, &fd);
-	if (ret)
-		return ret;
-	getsockname(fd, (struct sockaddr *)&local, &ll);
+	snprintf(who, sizeof(who), "rank 0 at %s", addr);
 	if (bind_addr || if_addr)
 		ret = dc_parse_addr(bind_addr ? bind_addr : if_addr, false,
 				    bind_addr ? "DEVCOLL_BIND_ADDR" : "DEVCOLL_IF", &local, &ll);
+	else
+		ret = route_source(c, store, slen, &local);
 	if (!ret)
 		ret = dc_listen_like(&local, &c->eps[c->rank], lfd);
+	if (!ret)
+		ret = dc_random(r.cnonce, sizeof(r.cnonce));
+	r.sa = c->eps[c->rank].sa;
+	if (!ret)
+		ret = dc_handshake(&h, &fd);
 	if (!ret) {
-		r.sa = c->eps[c->rank].sa;
-		ret = dc_io_all(fd, &r, sizeof(r), true, deadline);
+		ret = read_table(c, fd, r.cnonce, addr, deadline);
+		close(fd);
 	}
-	for (int j = 0; j < c->size && !ret; j++) {
-		ret = dc_io_all(fd, &c->eps[j].sa, sizeof(c->eps[j].sa), false, deadline);
-		c->eps[j].len = dc_sa_len(&c->eps[j].sa);
-	}
-	close(fd);
 	return ret;
 }
 
@@ -221,6 +340,8 @@ int dc_boot_env(devcoll_comm *c, const char *addr, const char *bind_addr, const 
 	int ret;
 
 	ret = dc_parse_addr(addr, true, "DEVCOLL_ADDR", &store, &slen);
+	if (!ret)
+		ret = dc_secret_env(c->key);
 	if (ret)
 		return ret;
 	if (c->rank == 0)

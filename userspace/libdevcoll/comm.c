@@ -70,6 +70,7 @@ int dc_comm_alloc(devcoll_comm **out, int rank, int size, const devcoll_comm *li
 		c->spin_us = like->spin_us;
 		memcpy(c->tcp_cc, like->tcp_cc, sizeof(c->tcp_cc));
 		c->tcp_cc_set = like->tcp_cc_set;
+		memcpy(c->key, like->key, sizeof(c->key));
 	}
 	c->conns = calloc((size_t)size * c->nconns, sizeof(*c->conns));
 	c->p2p_sseq = calloc((size_t)size, sizeof(uint32_t));
@@ -124,15 +125,26 @@ void dc_comm_free(devcoll_comm *c)
 	free(c->p2p_rseq);
 	free(c->eps);
 	free(c->tmp);
+	explicit_bzero(c->key, sizeof(c->key));
 	free(c);
 }
 
-static uint64_t fresh_id(void)
+/* A split's id: the same on every member, unpredictable without the key,
+ * and another for every split (the parent's collectives count them) and
+ * color, so that no connection of one is taken for another's. */
+static uint64_t split_id(const devcoll_comm *p, int color)
 {
-	struct timespec ts;
+	struct { uint64_t id; uint32_t seq; int32_t color; } in = { p->id, p->seq, color };
+	uint8_t mac[DC_SHA256_LEN];
+	struct dc_hmac m;
+	uint64_t id;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	dc_hmac_init(&m, p->key, sizeof(p->key));
+	dc_hmac_update(&m, "devcoll split", sizeof("devcoll split"));
+	dc_hmac_update(&m, &in, sizeof(in));
+	dc_hmac_final(&m, mac);
+	memcpy(&id, mac, sizeof(id));
+	return id;
 }
 
 /* Every numeric setting that is set must be a number (K or M suffix). */
@@ -240,7 +252,6 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 		ret = dc_boot_pmix(&c, &proto, bind_addr ? bind_addr : if_addr, &lfd);
 		if (ret)
 			return ret;
-		c->id = 0x9e3779b97f4a7c15ull;	/* the same on every rank */
 	} else {
 		rank = opts && opts->rank >= 0 ? opts->rank : (int)dc_env_long("DEVCOLL_RANK", -1);
 		size = opts && opts->rank >= 0 ? opts->size : (int)dc_env_long("DEVCOLL_SIZE", -1);
@@ -252,7 +263,6 @@ DEVCOLL_EXPORT int devcoll_comm_init(devcoll_comm **out, const struct devcoll_op
 		ret = dc_comm_alloc(&c, rank, size, &proto);
 		if (ret)
 			return ret;
-		c->id = 0x9e3779b97f4a7c15ull;
 		if (size > 1) {
 			ret = dc_boot_env(c, addr, bind_addr, if_addr, &lfd);
 			if (ret) {
@@ -327,7 +337,7 @@ DEVCOLL_EXPORT int devcoll_comm_split(devcoll_comm *p, int color, int key, devco
 			myrank = i;
 	ret = dc_comm_alloc(&c, myrank, n, p);
 	if (!ret) {
-		c->id = p->id * 31 + p->seq * 7 + (uint64_t)(uint32_t)color;
+		c->id = split_id(p, color);
 		for (int i = 0; i < n; i++) {
 			c->eps[i].sa = all[mem[i]].sa;
 			c->eps[i].len = dc_sa_len(&all[mem[i]].sa);
@@ -347,7 +357,6 @@ out:
 		close(lfd);
 	free(all);
 	*out = c;
-	(void)fresh_id;
 	return ret;
 }
 

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -61,13 +62,38 @@ int dc_io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
 	return 0;
 }
 
-struct hello {
-	uint32_t magic;
-	uint32_t from;
-	uint32_t idx;
-	uint32_t pad;
-	uint64_t id;
-};
+/* dc_greet's check of a hello: a job member's, for this communicator, for
+ * a connection not yet made. */
+static uint32_t judge_hello(void *arg, const uint8_t *nonce, const void *msg, const char **why)
+{
+	devcoll_comm *c = arg;
+	struct dc_hello_want want = { c->id, c->rank, c->size, c->nconns };
+	struct dc_hello h;
+	int ret = dc_hello_check(msg, sizeof(h), c->key, nonce, &want, &h, why);
+
+	if (ret)
+		return ret == -EACCES ? DC_REFUSED_SECRET : DC_REFUSED_MISMATCH;
+	if (c->conns[h.from * c->nconns + h.idx].fd >= 0) {
+		*why = "a second hello for a connection already made";
+		return DC_REFUSED_TAKEN;
+	}
+	return DC_KEPT;
+}
+
+/* ... and the connection of one that passed it. */
+static void take_hello(void *arg, const void *msg, int fd)
+{
+	devcoll_comm *c = arg;
+	struct dc_hello h;
+
+	memcpy(&h, msg, sizeof(h));
+	c->conns[h.from * c->nconns + h.idx].fd = fd;
+}
+
+static void sign_hello(void *msg, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
+{
+	dc_hello_sign(msg, key, nonce);
+}
 
 /*
  * TCP_NODELAY; non-blocking; the congestion control: reno unless set.
@@ -101,49 +127,36 @@ int dc_mesh(devcoll_comm *c, int lfd, const struct endpoint *eps)
 
 	for (int j = 0; j < c->rank; j++) {
 		for (unsigned int k = 0; k < c->nconns; k++) {
-			struct conn *cn = &c->conns[j * c->nconns + k];
-			struct hello h = { WIRE_MAGIC, (uint32_t)c->rank, k, 0, c->id };
-			int fd;
+			struct dc_hello hl = { AUTH_MAGIC, (uint32_t)c->rank, k, (uint32_t)j, c->id, { 0 } };
+			char who[32];
+			struct dc_handshake h = { .to = &eps[j].sa, .from = &eps[c->rank].sa,
+						  .kind = DC_CH_HELLO, .msg = &hl, .len = sizeof(hl),
+						  .sign = sign_hello, .key = c->key,
+						  .deadline = deadline, .rank = c->rank, .who = who,
+						  .what = "connection" };
 
-			for (;;) {
-				fd = socket(eps[j].sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-				if (fd < 0)
-					return dc_fail(-errno, "socket: %s", strerror(errno));
-				if (!connect(fd, (const struct sockaddr *)&eps[j].sa, eps[j].len))
-					break;
-				ret = -errno;
-				close(fd);
-				if (dc_now_ms() > deadline)
-					return dc_fail(ret, "connecting to rank %d: %s", j, strerror(-ret));
-				usleep(10000);
-			}
-			cn->fd = fd;
-			ret = dc_io_all(fd, &h, sizeof(h), true, deadline);
+			snprintf(who, sizeof(who), "rank %d", j);
+			ret = dc_handshake(&h, &c->conns[j * c->nconns + k].fd);
 			if (ret)
 				return ret;
 		}
 	}
-	while (need > 0) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int64_t left = deadline - dc_now_ms();
-		struct hello h;
-		int fd;
+	if (need > 0) {
+		/* only the higher ranks connect: from where they listen */
+		struct dc_greeter g = { .lfd = lfd, .kind = DC_CH_HELLO,
+					.msg_len = sizeof(struct dc_hello), .check = judge_hello,
+					.keep = take_hello, .arg = c, .allow = &eps[c->rank + 1],
+					.nallow = c->size - 1 - c->rank, .want = need,
+					.deadline = deadline };
 
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return dc_fail(-ETIMEDOUT, "rank %d: timed out waiting for %d connections from "
-				       "higher ranks", c->rank, need);
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ret = dc_io_all(fd, &h, sizeof(h), false, deadline);
-		if (ret || h.magic != WIRE_MAGIC || h.id != c->id || (int)h.from <= c->rank ||
-		    (int)h.from >= c->size || h.idx >= c->nconns ||
-		    c->conns[h.from * c->nconns + h.idx].fd >= 0) {
-			close(fd);	/* not ours (a stray connection): ignore */
-			continue;
-		}
-		c->conns[h.from * c->nconns + h.idx].fd = fd;
-		need--;
+		ret = dc_greet(&g);
+		dc_greet_report(&g, c->rank, "the mesh's listener");
+		if (ret == -ETIMEDOUT)
+			return dc_fail(ret, "rank %d: timed out waiting for connections from higher "
+				       "ranks%s%s", c->rank, g.strangers ? "; dropped strangers, the "
+				       "last: " : "", g.strangers ? g.last_why : "");
+		if (ret)
+			return ret;
 	}
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0)

@@ -60,6 +60,7 @@ struct dm_core {
 	struct devmem_nic *nic;		/* the direct path's */
 	struct devmem_mem *mem;
 	struct devmem_binding *binding;
+	uint32_t dmabuf_id;		/* what fragments must name (the binding's) */
 	const char *map;		/* host memory's mapping (NULL: GPU memory,
 					 * read through the unpack kernels) */
 	int cuda_device;
@@ -396,6 +397,7 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 		if (ret)
 			return dc_fail(ret, "devmem: %s", devmem_last_error());
 		k->handle = rb.handle;
+		k->dmabuf_id = rb.dmabuf_id;
 		if (debug)
 			fprintf(stderr, "devcoll rank %d: devmem: rdpmd bound the dma-buf to %u "
 				"queue(s) of %s from %u\n", rank, rb.nqueues, ifname, rb.queues[0]);
@@ -413,6 +415,7 @@ static int core_new(struct dm_core **out, int rank, bool debug)
 		ret = devmem_bind_rx(&k->binding, k->nic, k->mem, &q, 1);
 		if (ret)
 			return direct_fail(ret);
+		k->dmabuf_id = devmem_binding_id(k->binding);
 		if (debug)
 			fprintf(stderr, "devcoll rank %d: devmem: the dma-buf bound to queue %u of "
 				"%s directly\n", rank, q, ifname);
@@ -507,6 +510,10 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 				       devmem_last_error());
 		d->nrules++;
 		ret = devmem_rx_open(&k->drx, k->fd, 1 << 20);
+		/* fragments are read at their offsets: only ours, within it */
+		if (!ret)
+			ret = devmem_rx_set_buffer(k->drx, d->core->dmabuf_id,
+						   devmem_mem_size(d->core->mem));
 		if (ret)
 			return dc_fail(ret, "devmem: %s", devmem_last_error());
 	}
@@ -812,8 +819,13 @@ ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, si
 	if (d->gpu)
 		return gpu_recv(c, d, k, dst, a, len, red, es);
 	n = devmem_rx_recv_exact(k->drx, len, d->frags, DM_MAXFRAGS, &nf, d->linear, DM_LINEAR);
-	if (n <= 0)
+	if (n <= 0) {
+		/* a stream cut mid-way leaves what came of it with us */
+		for (unsigned int i = 0; i < nf; i++)
+			devmem_rx_release(k->drx, &d->frags[i]);
+		devmem_rx_flush(k->drx);
 		return n;
+	}
 	for (unsigned int i = 0; i < nf; i++) {
 		const struct devmem_frag *f = &d->frags[i];
 		const char *src = f->linear ? f->linear : d->map + f->offset;

@@ -241,8 +241,10 @@ int dc_conn_hdr(devcoll_comm *c, struct conn *k, int *progress)
 		if (k->rhdr_got < sizeof(k->rhdr))
 			continue;
 		k->rhdr_got = 0;
-		if (k->rhdr.magic != WIRE_MAGIC)
-			return dc_comm_fail(c, -EPROTO, "garbage from rank %d", k->peer);
+		const char *why;
+
+		if (dc_wire_hdr_check(&k->rhdr, &why))
+			return dc_comm_fail(c, -EPROTO, "rank %d sent %s", k->peer, why);
 		k->rhdr_valid = true;
 		if (k->rhdr.kind == K_ABORT)
 			return dc_recv_abort(c, k);

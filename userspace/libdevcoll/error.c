@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "devmem.h"
 #include "internal.h"
 
 static __thread char errbuf[512];
@@ -95,6 +96,9 @@ const char *dc_io_error(int e)
 		return "Bad address: a buffer the CPU cannot reach (GPU memory is staged only where "
 		       "the process had loaded libcuda by devcoll_comm_init(), or with "
 		       "DEVCOLL_CUDA=on)";
+	/* devmem: a fragment outside this rank's dma-buf, refused by libdevmem */
+	if (e == EBADMSG)
+		return devmem_last_error();
 	return strerror(e);
 }
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include "devcoll.h"
+#include "sha256.h"
 
 #define DEVCOLL_EXPORT __attribute__((visibility("default")))
 
@@ -30,6 +31,122 @@ struct wire_hdr {
 	uint32_t len;
 	uint32_t tag;
 };
+
+/* wire.c: the set-up handshakes (a challenge, an answer with the HMAC of
+ * the job's key) and the data headers' check */
+#define AUTH_MAGIC 0xdc0a7431u
+#define DC_KEY_LEN 32
+#define DC_NONCE_LEN 16
+#define DC_ABORT_MSG_MAX 4096
+
+/* What the accepting side sends first. */
+struct dc_challenge {
+	uint32_t magic;
+	uint32_t kind;		/* DC_CH_* */
+	uint8_t nonce[DC_NONCE_LEN];
+};
+enum { DC_CH_REG = 1, DC_CH_HELLO = 2 };
+
+/* A rank's registration at rank 0's rendezvous. */
+struct dc_reg {
+	uint32_t magic, rank, size, pad;
+	uint8_t cnonce[DC_NONCE_LEN];	/* the table's MAC covers it */
+	struct sockaddr_storage sa;	/* where the rank listens */
+	uint8_t mac[DC_SHA256_LEN];
+};
+/* Rank 0's answer: this, the endpoints, their MAC. */
+struct dc_table_hdr {
+	uint32_t magic, size;
+	uint64_t id;			/* the communicator's */
+};
+/* The first message of a connection between ranks. */
+struct dc_hello {
+	uint32_t magic, from, idx, to;
+	uint64_t id;
+	uint8_t mac[DC_SHA256_LEN];
+};
+struct dc_hello_want {
+	uint64_t id;
+	int rank, size;
+	unsigned int nconns;
+};
+
+void dc_reg_sign(struct dc_reg *r, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN]);
+/* 0 when @buf (@len bytes) is a registration to a world of @size signed
+ * with @key over @nonce (in @out); else -EPROTO or -EACCES and @why. */
+int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
+		 const uint8_t nonce[DC_NONCE_LEN], int size, struct dc_reg *out, const char **why);
+void dc_hello_sign(struct dc_hello *h, const uint8_t key[DC_KEY_LEN],
+		   const uint8_t nonce[DC_NONCE_LEN]);
+int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
+		   const uint8_t nonce[DC_NONCE_LEN], const struct dc_hello_want *want,
+		   struct dc_hello *out, const char **why);
+void dc_table_mac(const uint8_t key[DC_KEY_LEN], const uint8_t cnonce[DC_NONCE_LEN],
+		  const struct dc_table_hdr *t, const struct sockaddr_storage *eps,
+		  uint8_t out[DC_SHA256_LEN]);
+/* 0 when a received data header is well-formed; else -EPROTO and @why. */
+int dc_wire_hdr_check(const struct wire_hdr *h, const char **why);
+
+/* The accepting side's verdict on an answer, sent before it keeps or
+ * closes the connection. Not authenticated: whoever could forge it could
+ * as well cut the connection. */
+struct dc_verdict {
+	uint32_t magic, code;
+};
+enum { DC_KEPT, DC_REFUSED_SECRET, DC_REFUSED_MISMATCH, DC_REFUSED_TAKEN };
+
+/* greet.c: serves the handshakes on listener @lfd, many connections at
+ * once, until @want were kept or @deadline: each gets a challenge of
+ * @kind and has a few seconds to answer with @msg_len bytes, which @check
+ * judges: DC_KEPT, or a DC_REFUSED_* code and @why; a kept one's peer is
+ * told so, then @keep takes its fd. With @allow, only connections from the
+ * addresses of those @nallow endpoints get a slot. Strangers (and why the
+ * last one was dropped) are counted in @g. */
+struct dc_greeter {
+	int lfd;
+	uint32_t kind;
+	size_t msg_len;
+	uint32_t (*check)(void *arg, const uint8_t *nonce, const void *msg, const char **why);
+	void (*keep)(void *arg, const void *msg, int fd);
+	void *arg;
+	const struct endpoint *allow;
+	int nallow;
+	int want;
+	int64_t deadline;
+	unsigned int strangers;
+	char last_why[160];
+};
+int dc_greet(struct dc_greeter *g);
+/* The connecting side: reads the challenge of @kind into @nonce. */
+int dc_greet_read(int fd, uint32_t kind, uint8_t nonce[DC_NONCE_LEN], int64_t deadline);
+/* The connecting side's whole handshake: connects to @to (from @from's
+ * address, if set), answers the challenge of @kind with the @len bytes of
+ * @msg signed by @sign with @key, and reads the verdict. A connection
+ * refused or closed before the verdict is tried again until @deadline.
+ * 0 with the connection in *@out, or an error naming @who ("rank 0 at
+ * host:port") and @what ("registration") from @rank's view. */
+struct dc_handshake {
+	const struct sockaddr_storage *to, *from;
+	uint32_t kind;
+	void *msg;
+	size_t len;
+	void (*sign)(void *msg, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN]);
+	const uint8_t *key;
+	int64_t deadline;
+	int rank;
+	const char *who, *what;
+};
+int dc_handshake(const struct dc_handshake *h, int *out);
+/* Says on stderr what @g dropped, if anything (@who: "rank 0's rendezvous"). */
+void dc_greet_report(const struct dc_greeter *g, int rank, const char *who);
+
+/* secret.c: the job's key. From DEVCOLL_SECRET or DEVCOLL_SECRET_FILE; none
+ * is an error unless DEVCOLL_INSECURE=1 (then a key everyone knows). */
+int dc_secret_env(uint8_t key[DC_KEY_LEN]);
+/* The key of secret bytes @s (@len of them). */
+void dc_key_of(const void *s, size_t len, uint8_t key[DC_KEY_LEN]);
+/* @n random bytes (getrandom). */
+int dc_random(void *buf, size_t n);
 
 struct devmem_rx;
 struct devmem_mem;
@@ -90,7 +207,8 @@ struct devcoll_comm {
 	int spin_us;		/* poll this long without progress before sleeping */
 	char tcp_cc[16];	/* congestion control of the connections ("": the system's) */
 	bool tcp_cc_set;	/* by DEVCOLL_TCP_CONGESTION: refusal is an error */
-	uint64_t id;
+	uint64_t id;		/* fresh per communicator: every hello names it */
+	uint8_t key[DC_KEY_LEN];	/* the job's (secret.c, or PMIx's) */
 	struct conn *conns;	/* size * nconns, peer-major; own rank's unused */
 	int epfd;
 	int wakefd;		/* eventfd in epfd: a send/recv was posted */
@@ -133,6 +251,11 @@ size_t dc_conn_read_for(devcoll_comm *c, struct conn *k, char *buf, size_t len, 
 int dc_parse_addr(const char *s, bool need_port, const char *what, struct sockaddr_storage *sa,
 		  socklen_t *len);
 socklen_t dc_sa_len(const struct sockaddr_storage *sa);
+void dc_sa_set_port(struct sockaddr_storage *sa, uint16_t port);
+/* @sa's IP address into @ip (v4-mapped v6 as v4): its length, 0 if neither */
+size_t dc_sa_ip(const struct sockaddr_storage *sa, uint8_t ip[16]);
+/* whether @sa is the wildcard address (0.0.0.0 or ::) */
+bool dc_sa_is_any(const struct sockaddr_storage *sa);
 /* a listener on @local's address (port 0); its reachable address in @ep */
 int dc_listen_like(const struct sockaddr_storage *local, struct endpoint *ep, int *lfd);
 /* rank 0 collects every rank's endpoint on @addr and hands out the table;

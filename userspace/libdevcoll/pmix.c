@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Bootstrap under a PMIx launcher (mpirun, srun: PMIX_RANK is set): libpmix
- * is loaded at run time, each rank puts the endpoint it listens on, a fence
- * publishes them, and each rank gets all of them.
+ * is loaded at run time, each rank puts the endpoint it listens on (rank 0
+ * also a fresh secret and communicator id), a fence publishes them, and
+ * each rank gets all of them.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
@@ -106,13 +108,89 @@ static int pick_address(const char *bind_addr, struct sockaddr_storage *sa)
 	return 0;
 }
 
-/* Puts this rank's endpoint (numeric, IPv6 in brackets), fences, and gets
- * every rank's. */
+/* Rank 0's draw: the job's secret and the world's id, in hex. */
+#define AUTH_BYTES (DC_KEY_LEN + 8)
+
+static int put_auth(void)
+{
+	uint8_t raw[AUTH_BYTES];
+	char hex[2 * AUTH_BYTES + 1];
+	pmix_value_t val;
+	int ret;
+
+	if (dc_random(raw, sizeof(raw)))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+	memset(&val, 0, sizeof(val));
+	val.type = PMIX_STRING;
+	val.data.string = hex;
+	/* PMIx hands it to this job's processes only, never over our sockets */
+	ret = px.put(PMIX_GLOBAL, "devcoll.auth", &val) ?
+		dc_fail(-EIO, "PMIx_Put(devcoll.auth) failed") : 0;
+	explicit_bzero(hex, sizeof(hex));
+	return ret;
+}
+
+/* What rank 0 puts instead when it has no secret to give (then it fails,
+ * after the fence, so that no rank waits at it forever). */
+#define AUTH_FAILED "failed"
+
+/* A value PMIx_Get returned, wiped (it may hold the secret) and freed as
+ * PMIX_VALUE_RELEASE does: PMIx allocates both with malloc. */
+static void value_free(pmix_value_t *v)
+{
+	if (v->type == PMIX_STRING && v->data.string) {
+		explicit_bzero(v->data.string, strlen(v->data.string));
+		free(v->data.string);
+	}
+	free(v);
+}
+
+/* The job's key and the world's id, as rank 0 put them. */
+static int get_auth(devcoll_comm *c, const pmix_proc_t *me)
+{
+	pmix_proc_t p0 = *me;
+	uint8_t raw[AUTH_BYTES];
+	pmix_value_t *v;
+
+	p0.rank = 0;
+	if (px.get(&p0, "devcoll.auth", NULL, 0, &v))
+		return dc_fail(-EIO, "PMIx_Get(devcoll.auth) of rank 0 failed");
+	if (v->type != PMIX_STRING || strlen(v->data.string) != 2 * AUTH_BYTES) {
+		bool failed = v->type == PMIX_STRING && !strcmp(v->data.string, AUTH_FAILED);
+
+		value_free(v);
+		return dc_fail(-EIO, failed ? "rank 0 could not put the job's secret into PMIx (see "
+			       "its error)" : "devcoll.auth of rank 0 is not a secret");
+	}
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		unsigned int b;
+
+		if (sscanf(v->data.string + 2 * i, "%2x", &b) != 1) {
+			value_free(v);
+			explicit_bzero(raw, sizeof(raw));
+			return dc_fail(-EIO, "devcoll.auth of rank 0 is not hex");
+		}
+		raw[i] = (uint8_t)b;
+	}
+	value_free(v);
+	dc_key_of(raw, DC_KEY_LEN, c->key);
+	memcpy(&c->id, raw + DC_KEY_LEN, sizeof(c->id));
+	explicit_bzero(raw, sizeof(raw));
+	return 0;
+}
+
+/* Puts this rank's endpoint (numeric, IPv6 in brackets) and, on rank 0,
+ * the job's secret; fences, and gets every rank's endpoint and the secret. */
 static int exchange(devcoll_comm *c, const pmix_proc_t *me)
 {
 	char host[INET6_ADDRSTRLEN + 8], port[8], ep[INET6_ADDRSTRLEN + 40];
 	pmix_proc_t wild = *me;
 	pmix_value_t *v, val;
+	char why[256] = "";
+	int auth_err = 0;
 
 	wild.rank = PMIX_RANK_WILDCARD;
 	if (getnameinfo((struct sockaddr *)&c->eps[c->rank].sa, c->eps[c->rank].len, host,
@@ -123,8 +201,19 @@ static int exchange(devcoll_comm *c, const pmix_proc_t *me)
 	memset(&val, 0, sizeof(val));
 	val.type = PMIX_STRING;
 	val.data.string = ep;
+	/* rank 0 fails after the fence, the others at the marker it put */
+	if (c->rank == 0 && (auth_err = put_auth())) {
+		pmix_value_t mark = { .type = PMIX_STRING, .data.string = AUTH_FAILED };
+
+		snprintf(why, sizeof(why), "%s", devcoll_last_error());
+		px.put(PMIX_GLOBAL, "devcoll.auth", &mark);
+	}
 	if (px.put(PMIX_GLOBAL, "devcoll.ep", &val) || px.commit() || px.fence(&wild, 1, NULL, 0))
 		return dc_fail(-EIO, "PMIx_Put/Commit/Fence of the endpoints failed");
+	if (auth_err)
+		return dc_fail(auth_err, "%s", why);
+	if (get_auth(c, me))
+		return -EIO;
 	for (int r = 0; r < c->size; r++) {
 		pmix_proc_t p = *me;
 		socklen_t l;
@@ -134,6 +223,7 @@ static int exchange(devcoll_comm *c, const pmix_proc_t *me)
 		if (px.get(&p, "devcoll.ep", NULL, 0, &v) || v->type != PMIX_STRING)
 			return dc_fail(-EIO, "PMIx_Get(devcoll.ep) of rank %d failed", r);
 		ret = dc_parse_addr(v->data.string, true, "devcoll.ep", &c->eps[r].sa, &l);
+		value_free(v);
 		if (ret)
 			return ret;
 		c->eps[r].len = l;

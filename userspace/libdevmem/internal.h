@@ -45,15 +45,30 @@ int devmem_tokens_add(struct devmem_token_batch *tb, uint32_t token);
 /* SO_DEVMEM_DONTNEED of the batch on @sock; empties it. */
 int devmem_tokens_flush(struct devmem_token_batch *tb, int sock);
 
+/* Where devmem_rx_parse_next() is in one receive's cmsgs, and the dma-buf
+ * its fragments must lie in (dmabuf_id 0: none declared). */
+struct devmem_rx_walk {
+	struct cmsghdr *cursor;
+	bool started;
+	size_t linear_used, reported;
+	uint32_t dmabuf_id;
+	uint64_t dmabuf_size;
+};
+
 /*
  * Walks the cmsgs of one recvmsg(MSG_SOCK_DEVMEM) that returned @bytes with
- * linear bytes at @data. *@started false and the counters 0 before the first
+ * linear bytes at @data; @w zeroed but for the dma-buf before the first
  * call. Returns 1 and the next fragment, 0 at the end, -EPROTO when the
- * cmsgs do not add up to @bytes.
+ * cmsgs do not add up to @bytes or a cmsg's length (of any type) does not
+ * fit the control buffer, -EBADMSG (the fragment in @frag, for its
+ * token) when a dma-buf fragment names dma-buf 0 or another than @w's, or
+ * does not lie within @w's dma-buf.
  */
-int devmem_rx_parse_next(struct msghdr *msg, struct cmsghdr **cursor, bool *started,
-			 const uint8_t *data, size_t bytes, size_t *linear_used,
-			 size_t *reported, struct devmem_frag *frag);
+int devmem_rx_parse_next(struct msghdr *msg, struct devmem_rx_walk *w, const uint8_t *data,
+			 size_t bytes, struct devmem_frag *frag);
+/* A receive of @bytes (linear ones at @data, cmsgs in @msg) becomes the one
+ * devmem_rx_next() walks: recvmsg's, or a test's. */
+void dm_rx_took(struct devmem_rx *rx, const struct msghdr *msg, uint8_t *data, size_t bytes);
 
 /*
  * tx.c: zero-copy send ids. Every sendmsg(MSG_ZEROCOPY) that moves bytes

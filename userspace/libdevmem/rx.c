@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,11 +34,12 @@ struct devmem_rx {
 	size_t ctrl_size;
 	/* The last receive, as devmem_rx_next() walks it. */
 	struct msghdr msg;
-	struct cmsghdr *cursor;
-	size_t bytes, linear_used, reported;
-	bool started;
+	struct devmem_rx_walk walk;
+	size_t bytes;
+	int walk_err;			/* a refused fragment ended the walk */
 	struct devmem_token_batch tokens;
 	uint64_t held;
+	uint64_t refused;		/* fragments refused (devmem_rx_refused) */
 	struct dm_rx_pending *pending;	/* devmem_rx_unpack's (rx_unpack.c) */
 };
 
@@ -94,24 +96,18 @@ static ssize_t rx_recvmsg(struct devmem_rx *rx, void *data, size_t len, size_t c
 			  int flags)
 {
 	struct iovec iov = { .iov_base = data, .iov_len = len };
-	ssize_t n;
-
-	rx->msg = (struct msghdr){
+	struct msghdr msg = {
 		.msg_iov = &iov,
 		.msg_iovlen = 1,
 		.msg_control = rx->ctrl,
 		.msg_controllen = ctrl_size,
 	};
+	ssize_t n;
+
 	do {
-		n = recvmsg(rx->sock, &rx->msg, flags | MSG_SOCK_DEVMEM);
+		n = recvmsg(rx->sock, &msg, flags | MSG_SOCK_DEVMEM);
 	} while (n < 0 && errno == EINTR);
-	rx->msg.msg_iov = NULL;		/* iov is gone; the walk uses data */
-	rx->msg.msg_iovlen = 0;
-	rx->cursor = NULL;
-	rx->started = false;
-	rx->linear_used = 0;
-	rx->reported = 0;
-	rx->bytes = n > 0 ? n : 0;
+	dm_rx_took(rx, &msg, data, n > 0 ? (size_t)n : 0);
 	if (n >= 0)
 		return n;
 	n = -errno;
@@ -124,6 +120,18 @@ static ssize_t rx_recvmsg(struct devmem_rx *rx, void *data, size_t len, size_t c
 				 rx->sock);
 }
 
+void dm_rx_took(struct devmem_rx *rx, const struct msghdr *msg, uint8_t *data, size_t bytes)
+{
+	rx->msg = *msg;
+	rx->msg.msg_iov = NULL;		/* iov is gone; the walk uses data */
+	rx->msg.msg_iovlen = 0;
+	rx->data_at = data;
+	rx->bytes = bytes;
+	rx->walk = (struct devmem_rx_walk){ .dmabuf_id = rx->walk.dmabuf_id,
+					    .dmabuf_size = rx->walk.dmabuf_size };
+	rx->walk_err = 0;
+}
+
 DEVMEM_EXPORT ssize_t devmem_rx_recv(struct devmem_rx *rx, int flags)
 {
 	rx->data_at = rx->data;
@@ -131,74 +139,205 @@ DEVMEM_EXPORT ssize_t devmem_rx_recv(struct devmem_rx *rx, int flags)
 }
 
 /*
+ * The cmsg after @cm in @msg, or the first (@cm NULL): its header within the
+ * control buffer, else NULL. Walked by hand, not with CMSG_NXTHDR, so that
+ * each cmsg's length is checked here (cmsg_ok) whatever libc does.
+ */
+static struct cmsghdr *next_hdr(const struct msghdr *msg, const struct cmsghdr *cm)
+{
+	size_t at = cm ? (size_t)((const char *)cm - (const char *)msg->msg_control) +
+			     CMSG_ALIGN(cm->cmsg_len)
+		       : 0;
+
+	if (!msg->msg_control || at >= msg->msg_controllen ||
+	    msg->msg_controllen - at < sizeof(struct cmsghdr))
+		return NULL;
+	return (struct cmsghdr *)((char *)msg->msg_control + at);
+}
+
+/* Whether @cm's length covers its header (and a devmem cmsg's payload)
+ * and stays within the control buffer. */
+static bool cmsg_ok(const struct msghdr *msg, const struct cmsghdr *cm)
+{
+	size_t room = msg->msg_controllen - (size_t)((const char *)cm - (const char *)msg->msg_control);
+	bool devmem = cm->cmsg_level == SOL_SOCKET && (cm->cmsg_type == SCM_DEVMEM_DMABUF ||
+						       cm->cmsg_type == SCM_DEVMEM_LINEAR);
+
+	return cm->cmsg_len >= CMSG_LEN(devmem ? sizeof(struct dmabuf_cmsg) : 0) &&
+	       cm->cmsg_len <= room;
+}
+
+/*
  * The next fragment of the last receive. Devmem skbs come with cmsgs: one
  * per dma-buf fragment, one per run of linear bytes (copied to the iov in
  * order). Readable skbs come without any: then all the bytes are linear.
  */
-int devmem_rx_parse_next(struct msghdr *msg, struct cmsghdr **cursor, bool *started,
-			 const uint8_t *data, size_t bytes, size_t *linear_used,
-			 size_t *reported, struct devmem_frag *frag)
+int devmem_rx_parse_next(struct msghdr *msg, struct devmem_rx_walk *w, const uint8_t *data,
+			 size_t bytes, struct devmem_frag *frag)
 {
 	for (;;) {
-		const struct dmabuf_cmsg *dc;
+		struct dmabuf_cmsg dc;
 		struct cmsghdr *cm;
 
-		if (!*started) {
-			cm = CMSG_FIRSTHDR(msg);
-			*started = true;
+		if (!w->started) {
+			cm = next_hdr(msg, NULL);
+			w->started = true;
 			if (!cm && bytes) {
 				/* Plain data: the flow is not on a bound queue. */
 				*frag = (struct devmem_frag){ .len = bytes, .linear = data };
-				*linear_used = bytes;
-				*reported = bytes;
+				w->linear_used = bytes;
+				w->reported = bytes;
 				return 1;
 			}
 		} else {
-			cm = *cursor ? CMSG_NXTHDR(msg, *cursor) : NULL;
+			cm = w->cursor ? next_hdr(msg, w->cursor) : NULL;
 		}
-		*cursor = cm;
+		w->cursor = cm;
 		if (!cm)
 			break;
+		if (!cmsg_ok(msg, cm)) {
+			w->cursor = NULL;	/* the walk cannot go past it */
+			return devmem_fail(-EPROTO, "devmem_rx_next: a cmsg (level %d, type %d) of "
+					   "%zu bytes (of %zu)", cm->cmsg_level, cm->cmsg_type,
+					   (size_t)cm->cmsg_len, (size_t)msg->msg_controllen);
+		}
 		if (cm->cmsg_level != SOL_SOCKET ||
 		    (cm->cmsg_type != SCM_DEVMEM_DMABUF && cm->cmsg_type != SCM_DEVMEM_LINEAR))
 			continue;
-		if (cm->cmsg_len < CMSG_LEN(sizeof(*dc)))
-			return devmem_fail(-EPROTO, "devmem_rx_next: short devmem cmsg (%zu bytes)",
-					   (size_t)cm->cmsg_len);
-		dc = (const struct dmabuf_cmsg *)CMSG_DATA(cm);
-		if (dc->frag_size > bytes - *reported)
+		memcpy(&dc, CMSG_DATA(cm), sizeof(dc));
+		if (dc.frag_size > bytes - w->reported)
 			return devmem_fail(-EPROTO, "devmem_rx_next: fragments cover more than "
 					   "the %zu bytes received", bytes);
+		w->reported += dc.frag_size;
 		if (cm->cmsg_type == SCM_DEVMEM_LINEAR) {
-			if (dc->frag_size > bytes - *linear_used)
+			if (dc.frag_size > bytes - w->linear_used)
 				return devmem_fail(-EPROTO, "devmem_rx_next: linear bytes beyond "
 						   "the data received");
-			*frag = (struct devmem_frag){ .len = dc->frag_size,
-						      .linear = data + *linear_used };
-			*linear_used += dc->frag_size;
-		} else {
-			*frag = (struct devmem_frag){ .offset = dc->frag_offset,
-						      .len = dc->frag_size,
-						      .token = dc->frag_token,
-						      .dmabuf_id = dc->dmabuf_id };
+			*frag = (struct devmem_frag){ .len = dc.frag_size,
+						      .linear = data + w->linear_used };
+			w->linear_used += dc.frag_size;
+			return 1;
 		}
-		*reported += dc->frag_size;
+		*frag = (struct devmem_frag){ .offset = dc.frag_offset, .len = dc.frag_size,
+					      .token = dc.frag_token, .dmabuf_id = dc.dmabuf_id };
+		/* Reading it means reading the dma-buf at its offset: it must be
+		 * the buffer declared, and lie within it. */
+		if (!dc.dmabuf_id)
+			return devmem_fail(-EBADMSG, "devmem_rx_next: a dma-buf fragment of dma-buf 0 "
+					   "(token %u)", dc.frag_token);
+		if (w->dmabuf_id && dc.dmabuf_id != w->dmabuf_id)
+			return devmem_fail(-EBADMSG, "devmem_rx_next: a fragment of dma-buf %u, not "
+					   "of dma-buf %u this socket receives into (a flow "
+					   "steered to another binding?)", dc.dmabuf_id,
+					   w->dmabuf_id);
+		if (dc.frag_offset > UINT64_MAX - dc.frag_size ||
+		    (w->dmabuf_id && dc.frag_offset + dc.frag_size > w->dmabuf_size))
+			return devmem_fail(-EBADMSG, "devmem_rx_next: a fragment of %u bytes at "
+					   "offset %llu lies outside the %llu-byte dma-buf %u",
+					   dc.frag_size, (unsigned long long)dc.frag_offset,
+					   (unsigned long long)w->dmabuf_size, dc.dmabuf_id);
 		return 1;
 	}
-	if (*reported != bytes)
+	if (w->reported != bytes)
 		return devmem_fail(-EPROTO, "devmem_rx_next: cmsgs cover %zu of %zu bytes "
-				   "received", *reported, bytes);
+				   "received", w->reported, bytes);
 	return 0;
+}
+
+/* Queues @token for return even when the batch is full. */
+static void give_token(struct devmem_rx *rx, uint32_t token)
+{
+	rx->held++;
+	if (devmem_tokens_add(&rx->tokens, token)) {
+		devmem_rx_flush(rx);
+		devmem_tokens_add(&rx->tokens, token);
+	}
+}
+
+/* After a failed walk: the token of every dma-buf cmsg from the cursor
+ * on (the fragment that failed it included) goes back, none handed out.
+ * Only lengths are checked: a fragment that could not be delivered is
+ * still the kernel's to free. */
+static void return_rest(struct devmem_rx *rx)
+{
+	for (struct cmsghdr *cm = rx->walk.cursor; cm && cmsg_ok(&rx->msg, cm);
+	     cm = next_hdr(&rx->msg, cm)) {
+		struct dmabuf_cmsg dc;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_DEVMEM_DMABUF)
+			continue;
+		memcpy(&dc, CMSG_DATA(cm), sizeof(dc));
+		give_token(rx, dc.frag_token);
+	}
+	rx->walk.cursor = NULL;
+}
+
+/* A refused fragment fails the receive: it and the rest are counted as
+ * the walk finds them, and all their tokens go back now. */
+static void refuse_rest(struct devmem_rx *rx)
+{
+	struct devmem_rx_walk w = rx->walk;	/* a copy: return_rest walks from here */
+	uint64_t refused = 1;
+	struct devmem_frag f;
+	char why[256];
+	int ret;
+
+	snprintf(why, sizeof(why), "%s", devmem_last_error());
+	while ((ret = devmem_rx_parse_next(&rx->msg, &w, rx->data_at, rx->bytes, &f)) == 1 ||
+	       ret == -EBADMSG)
+		refused += ret == -EBADMSG;
+	rx->refused += refused;
+	return_rest(rx);
+	devmem_rx_flush(rx);
+	devmem_fail(-EBADMSG, "%s; refused fragments on fd %d so far: %llu (their tokens "
+		    "returned to the kernel)", why, rx->sock, (unsigned long long)rx->refused);
 }
 
 DEVMEM_EXPORT int devmem_rx_next(struct devmem_rx *rx, struct devmem_frag *frag)
 {
-	int ret = devmem_rx_parse_next(&rx->msg, &rx->cursor, &rx->started, rx->data_at,
-				       rx->bytes, &rx->linear_used, &rx->reported, frag);
+	struct devmem_frag f;
+	int ret;
 
-	if (ret == 1 && frag->dmabuf_id)
-		rx->held++;
+	if (rx->walk_err)
+		return devmem_fail(rx->walk_err, "devmem_rx_next: the receive failed already (%llu "
+				   "fragments refused on fd %d so far)",
+				   (unsigned long long)rx->refused, rx->sock);
+	ret = devmem_rx_parse_next(&rx->msg, &rx->walk, rx->data_at, rx->bytes, &f);
+	if (ret == -EBADMSG) {
+		refuse_rest(rx);
+	} else if (ret < 0) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", devmem_last_error());
+		return_rest(rx);
+		devmem_rx_flush(rx);
+		devmem_fail(ret, "%s (the receive's later tokens returned to the kernel)", why);
+	}
+	if (ret < 0) {
+		rx->walk_err = ret;
+		return ret;
+	}
+	if (ret == 1) {
+		*frag = f;
+		if (f.dmabuf_id)
+			rx->held++;
+	}
 	return ret;
+}
+
+DEVMEM_EXPORT int devmem_rx_set_buffer(struct devmem_rx *rx, uint32_t dmabuf_id, uint64_t size)
+{
+	if (!dmabuf_id || !size)
+		return devmem_fail(-EINVAL, "devmem_rx_set_buffer: want a dma-buf id and its size, "
+				   "not %u and %llu", dmabuf_id, (unsigned long long)size);
+	rx->walk.dmabuf_id = dmabuf_id;
+	rx->walk.dmabuf_size = size;
+	return 0;
+}
+
+DEVMEM_EXPORT uint64_t devmem_rx_refused(const struct devmem_rx *rx)
+{
+	return rx->refused;
 }
 
 /* Adds @token to the batch; 1 if the batch must be flushed first. */
@@ -304,9 +443,15 @@ static ssize_t rx_recv_len(struct devmem_rx *rx, size_t len, int flags, struct d
 		}
 		while ((ret = devmem_rx_next(rx, &f)) == 1)
 			frags[nf++] = f;
-		if (ret < 0)
+		if (ret < 0) {
+			/* nothing of the call reaches the caller: hand it all back */
+			for (unsigned int i = 0; i < nf; i++)
+				devmem_rx_release(rx, &frags[i]);
+			devmem_rx_flush(rx);
+			*nfrags = 0;	/* none left for the caller to release */
 			return ret;
-		linear_used += rx->linear_used;
+		}
+		linear_used += rx->walk.linear_used;
 		got += n;
 		*nfrags = nf;
 	}

@@ -567,6 +567,7 @@ static void write_all(int fd, const void *buf, size_t len)
 struct sink {
 	const struct xfer_opts *o;
 	struct devmem_mem *mem;
+	uint32_t dmabuf_id;		/* the binding fragments must be of */
 	struct rx_totals t;
 	int out;
 };
@@ -624,6 +625,8 @@ static void receive_devmem(struct sink *k, int s, struct progress *p)
 	/* The one connection may fill the whole binding. */
 	check(devmem_rx_limit_window(s, devmem_mem_size(k->mem)), "receive");
 	check(devmem_rx_open(&rx, s, 0), "receive");
+	/* fragments are read at their offsets: only the binding's, within it */
+	check(devmem_rx_set_buffer(rx, k->dmabuf_id, devmem_mem_size(k->mem)), "receive");
 	while (!k->o->bytes || k->t.bytes < k->o->bytes) {
 		ssize_t n = devmem_rx_recv(rx, 0);
 		uint8_t *map = NULL;
@@ -719,6 +722,7 @@ static int cmd_rx(int argc, char **argv)
 		fprintf(stderr, "%s queue %u: %zu bytes of %s bound as dmabuf %u, %u-byte buffers\n",
 			o.ifname, o.queue, devmem_mem_size(k.mem), mem_name(o.mem),
 			devmem_binding_id(binding), devmem_binding_page_size(binding));
+		k.dmabuf_id = devmem_binding_id(binding);
 	}
 
 	s = listen_accept(o.port, o.v6);

@@ -41,6 +41,13 @@ static inline int free_port(void)
 	return port;
 }
 
+/* The job's secret of every world a test starts (DEVCOLL_ADDR's rendezvous
+ * needs one), unless the test sets its own. */
+__attribute__((constructor)) static void test_secret(void)
+{
+	setenv("DEVCOLL_SECRET", "devcoll unit tests' secret", 0);
+}
+
 typedef int (*rank_fn)(devcoll_comm *c, void *arg);
 
 /*

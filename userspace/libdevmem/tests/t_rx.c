@@ -34,17 +34,12 @@ static void put(struct msghdr *msg, int level, int type, uint64_t off, uint32_t 
 	msg->msg_controllen += CMSG_SPACE(sizeof(dc));
 }
 
-struct walk {
-	struct cmsghdr *cursor;
-	bool started;
-	size_t linear_used, reported;
-};
+#define walk devmem_rx_walk
 
 static int next(struct msghdr *msg, struct walk *w, const uint8_t *data, size_t bytes,
 		struct devmem_frag *f)
 {
-	return devmem_rx_parse_next(msg, &w->cursor, &w->started, data, bytes, &w->linear_used,
-				    &w->reported, f);
+	return devmem_rx_parse_next(msg, w, data, bytes, f);
 }
 
 static void mixed_fragments(void)

@@ -213,6 +213,27 @@ static int spawn(int np, const char *prog, char **args, int outfd,
 	return bad;
 }
 
+/* The ranks this launches share a secret of their own (DEVCOLL_ADDR's
+ * rendezvous takes none else), unless the caller gave one. */
+static void job_secret(void)
+{
+	unsigned char raw[24];
+	char hex[2 * sizeof(raw) + 1];
+	FILE *f;
+
+	if (getenv("DEVCOLL_SECRET") || getenv("DEVCOLL_SECRET_FILE"))
+		return;
+	f = fopen("/dev/urandom", "rb");
+	if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+		perror("/dev/urandom");
+		exit(1);
+	}
+	fclose(f);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	setenv("DEVCOLL_SECRET", hex, 1);
+}
+
 static void devcoll_env(int r, int np, void *arg)
 {
 	char b[32];
@@ -294,6 +315,7 @@ static int run_devcoll(const struct compare *x, const char *out)
 	snprintf(prog, sizeof(prog), "%s/devcoll-perf", self_dir);
 	x->bargs[0] = prog;
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	job_secret();
 	ret = spawn(x->np, prog, x->bargs, fd, devcoll_env, (void *)x->addr);
 	close(fd);
 	return ret;
@@ -498,6 +520,7 @@ int main(int argc, char **argv)
 		snprintf(prog, sizeof(prog), "%s/devcoll-perf", self_dir);
 		bargs[0] = prog;
 		bargs[nb] = NULL;
+		job_secret();
 		return spawn(np, prog, bargs, -1, devcoll_env, addr) ? 1 : 0;
 	}
 	/* --compare: the backends one after the other, --repeat times over,

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Everything a peer, or a stranger, sends at set-up and each data header,
+ * built and checked by pure functions (fuzz/ drives them with any bytes).
+ * Set-up messages answer a challenge: the side that accepts sends a fresh
+ * nonce, the side that connects proves knowledge of the job's key with an
+ * HMAC over it and the message, so neither the key nor a replayable answer
+ * is ever on the wire. A connection fails its check (and is dropped) unless
+ * its message is exactly ours, for this communicator, from a job member.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "internal.h"
+
+/* The HMAC of @label, @nonce and @len bytes of @msg under @key. */
+static void mac_of(const uint8_t key[DC_KEY_LEN], const char *label, const uint8_t *nonce,
+		   const void *msg, size_t len, uint8_t out[DC_SHA256_LEN])
+{
+	struct dc_hmac m;
+
+	dc_hmac_init(&m, key, DC_KEY_LEN);
+	dc_hmac_update(&m, label, strlen(label) + 1);
+	dc_hmac_update(&m, nonce, DC_NONCE_LEN);
+	dc_hmac_update(&m, msg, len);
+	dc_hmac_final(&m, out);
+}
+
+void dc_reg_sign(struct dc_reg *r, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
+{
+	mac_of(key, "devcoll registration", nonce, r, offsetof(struct dc_reg, mac), r->mac);
+}
+
+int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
+		 const uint8_t nonce[DC_NONCE_LEN], int size, struct dc_reg *out, const char **why)
+{
+	uint8_t mac[DC_SHA256_LEN];
+
+	if (len != sizeof(*out)) {
+		*why = "not a registration (wrong length)";
+		return -EPROTO;
+	}
+	memcpy(out, buf, sizeof(*out));
+	if (out->magic != AUTH_MAGIC) {
+		*why = "not a registration (bad magic)";
+		return -EPROTO;
+	}
+	memcpy(mac, out->mac, sizeof(mac));
+	dc_reg_sign(out, key, nonce);
+	if (!dc_mac_equal(mac, out->mac, DC_SHA256_LEN)) {
+		*why = "a registration without the job's secret";
+		return -EACCES;
+	}
+	if ((int)out->size != size || out->rank == 0 || out->rank >= (uint32_t)size) {
+		*why = "a registration for another world size or rank";
+		return -EPROTO;
+	}
+	if (out->sa.ss_family != AF_INET && out->sa.ss_family != AF_INET6) {
+		*why = "a registration with no IPv4 or IPv6 endpoint";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+void dc_hello_sign(struct dc_hello *h, const uint8_t key[DC_KEY_LEN],
+		   const uint8_t nonce[DC_NONCE_LEN])
+{
+	mac_of(key, "devcoll hello", nonce, h, offsetof(struct dc_hello, mac), h->mac);
+}
+
+int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
+		   const uint8_t nonce[DC_NONCE_LEN], const struct dc_hello_want *want,
+		   struct dc_hello *out, const char **why)
+{
+	uint8_t mac[DC_SHA256_LEN];
+
+	if (len != sizeof(*out)) {
+		*why = "not a hello (wrong length)";
+		return -EPROTO;
+	}
+	memcpy(out, buf, sizeof(*out));
+	if (out->magic != AUTH_MAGIC) {
+		*why = "not a hello (bad magic)";
+		return -EPROTO;
+	}
+	memcpy(mac, out->mac, sizeof(mac));
+	dc_hello_sign(out, key, nonce);
+	if (!dc_mac_equal(mac, out->mac, DC_SHA256_LEN)) {
+		*why = "a hello without the job's secret";
+		return -EACCES;
+	}
+	if (out->id != want->id || out->to != (uint32_t)want->rank) {
+		*why = "a hello for another communicator";
+		return -EPROTO;
+	}
+	if (out->from <= (uint32_t)want->rank || out->from >= (uint32_t)want->size ||
+	    out->idx >= want->nconns) {
+		*why = "a hello from no higher rank of this communicator";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+void dc_table_mac(const uint8_t key[DC_KEY_LEN], const uint8_t cnonce[DC_NONCE_LEN],
+		  const struct dc_table_hdr *t, const struct sockaddr_storage *eps,
+		  uint8_t out[DC_SHA256_LEN])
+{
+	struct dc_hmac m;
+
+	dc_hmac_init(&m, key, DC_KEY_LEN);
+	dc_hmac_update(&m, "devcoll table", sizeof("devcoll table"));
+	dc_hmac_update(&m, cnonce, DC_NONCE_LEN);
+	dc_hmac_update(&m, t, sizeof(*t));
+	dc_hmac_update(&m, eps, t->size * sizeof(*eps));
+	dc_hmac_final(&m, out);
+}
+
+int dc_wire_hdr_check(const struct wire_hdr *h, const char **why)
+{
+	if (h->magic != WIRE_MAGIC) {
+		*why = "garbage (bad magic)";
+		return -EPROTO;
+	}
+	if (h->kind < K_ALLREDUCE || h->kind > K_ABORT) {
+		*why = "a header of no known kind";
+		return -EPROTO;
+	}
+	if (h->kind == K_ABORT) {
+		if (h->len > DC_ABORT_MSG_MAX) {
+			*why = "an abort with an overlong message";
+			return -EPROTO;
+		}
+		return 0;
+	}
+	if (h->off > h->total || h->len > h->total - h->off) {
+		*why = "a chunk outside its message";
+		return -EPROTO;
+	}
+	return 0;
+}

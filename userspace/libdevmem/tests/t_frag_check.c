@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Fragments checked before a consumer sees them: a dma-buf fragment must be
+ * of the dma-buf the receiver declared (devmem_rx_set_buffer) and lie
+ * wholly within it. Crafted cmsgs go through the parser and through a
+ * devmem_rx; a refused fragment fails the receive with -EBADMSG, is
+ * counted, and its token and those of the rest of the receive reach
+ * SO_DEVMEM_DONTNEED (recorded here by a setsockopt of the test's own).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "devtcp/check.h"
+
+#define HAS(s) (strstr(devmem_last_error(), (s)) != NULL)
+
+static char ctrl[4096] __attribute__((aligned(8)));
+
+/* Tokens handed back through SO_DEVMEM_DONTNEED, in order. */
+static uint32_t returned[64];
+static unsigned int nreturned;
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	if (level == SOL_SOCKET && name == SO_DEVMEM_DONTNEED) {
+		const struct dmabuf_token *t = val;
+		int frags = 0;
+
+		for (size_t i = 0; i < len / sizeof(*t); i++)
+			for (uint32_t k = 0; k < t[i].token_count; k++, frags++)
+				if (nreturned < 64)
+					returned[nreturned++] = t[i].token_start + k;
+		return frags;	/* the kernel frees them all */
+	}
+	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+}
+
+/* Receives the test serves in place of the kernel's: each a cmsg buffer
+ * and a byte count, one per recvmsg(). */
+static struct { char ctrl[256]; size_t ctrllen, bytes; } script[4];
+static unsigned int nscript, at_script;
+
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	(void)fd;
+	(void)flags;
+	if (at_script == nscript) {
+		errno = EAGAIN;
+		return -1;
+	}
+	memcpy(msg->msg_control, script[at_script].ctrl, script[at_script].ctrllen);
+	msg->msg_controllen = script[at_script].ctrllen;
+	return (ssize_t)script[at_script++].bytes;
+}
+
+static void put(struct msghdr *msg, int type, uint64_t off, uint32_t size, uint32_t token,
+		uint32_t id)
+{
+	struct dmabuf_cmsg dc = { .frag_offset = off, .frag_size = size, .frag_token = token,
+				  .dmabuf_id = id };
+	struct cmsghdr *cm = (struct cmsghdr *)((char *)msg->msg_control + msg->msg_controllen);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = type;
+	cm->cmsg_len = CMSG_LEN(sizeof(dc));
+	memcpy(CMSG_DATA(cm), &dc, sizeof(dc));
+	msg->msg_controllen += CMSG_SPACE(sizeof(dc));
+}
+
+/* One dma-buf fragment through the parser with buffer (@id, @size) declared. */
+static int parse_one(uint32_t id, uint64_t size, uint64_t off, uint32_t len, uint32_t frag_id,
+		     struct devmem_frag *f)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	struct devmem_rx_walk w = { .dmabuf_id = id, .dmabuf_size = size };
+	uint8_t data[1];
+
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SCM_DEVMEM_DMABUF, off, len, 42, frag_id);
+	return devmem_rx_parse_next(&msg, &w, data, len, f);
+}
+
+static void parser(void)
+{
+	struct devmem_frag f;
+
+	CHECK(parse_one(3, 65536, 61440, 4096, 3, &f) == 1 && f.offset == 61440 && f.len == 4096 &&
+	      f.token == 42 && f.dmabuf_id == 3, "the last page of the dma-buf is accepted");
+	CHECK(parse_one(3, 65536, 0, 4096, 9, &f) == -EBADMSG && f.token == 42 &&
+	      HAS("dma-buf 9, not of dma-buf 3"), "another dma-buf's fragment is refused: '%s'",
+	      devmem_last_error());
+	CHECK(parse_one(3, 65536, 61441, 4096, 3, &f) == -EBADMSG && f.token == 42 &&
+	      HAS("4096 bytes at offset 61441 lies outside the 65536-byte dma-buf 3"),
+	      "a fragment running past the end is refused: '%s'", devmem_last_error());
+	CHECK(parse_one(3, 65536, 1ull << 40, 4096, 3, &f) == -EBADMSG,
+	      "a fragment far past the end is refused");
+	CHECK(parse_one(3, 65536, UINT64_MAX - 100, 4096, 3, &f) == -EBADMSG,
+	      "a fragment whose end overflows is refused");
+	CHECK(parse_one(0, 0, UINT64_MAX - 100, 4096, 3, &f) == -EBADMSG,
+	      "... also with no dma-buf declared");
+	CHECK(parse_one(0, 0, 0, 4096, 0, &f) == -EBADMSG && HAS("dma-buf 0"),
+	      "a dma-buf fragment of dma-buf 0 (it would pass for linear bytes) is refused");
+	CHECK(parse_one(0, 0, 1 << 20, 4096, 9, &f) == 1 && f.dmabuf_id == 9,
+	      "with no dma-buf declared, any other is passed on");
+}
+
+/* A receive of linear bytes, a good fragment, a foreign one, another good
+ * one and one out of bounds, through a devmem_rx declared on dma-buf 3. */
+static void receive(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag f;
+	uint8_t data[100];
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0, "open");
+	CHECK(devmem_rx_set_buffer(rx, 0, 4096) == -EINVAL && devmem_rx_set_buffer(rx, 3, 0) == -EINVAL,
+	      "a declaration needs an id and a size");
+	CHECK(devmem_rx_set_buffer(rx, 3, 16384) == 0, "declare dma-buf 3 of 16 KiB");
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SCM_DEVMEM_LINEAR, 0, 100, 0, 0);
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 7, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 8, 9);
+	put(&msg, SCM_DEVMEM_DMABUF, 8192, 4096, 9, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 16000, 4096, 10, 3);
+	dm_rx_took(rx, &msg, data, 100 + 4 * 4096);
+
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.linear == data && f.len == 100, "linear bytes");
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 7 && devmem_rx_held(rx) == 1,
+	      "the good fragment, held by the caller");
+	nreturned = 0;
+	memset(&f, 0, sizeof(f));
+	CHECK(devmem_rx_next(rx, &f) == -EBADMSG && !f.len && !f.token,
+	      "the foreign fragment fails the receive, not handed out");
+	CHECK(HAS("dma-buf 9, not of dma-buf 3") && HAS("refused fragments on fd"),
+	      "says so: '%s'", devmem_last_error());
+	CHECK(nreturned == 3 && returned[0] == 8 && returned[1] == 9 && returned[2] == 10,
+	      "tokens 8, 9, 10 (the refused one and the rest) went back: %u returned", nreturned);
+	CHECK(devmem_rx_refused(rx) == 2, "two refused (the foreign and the out-of-bounds "
+	      "fragment): %llu", (unsigned long long)devmem_rx_refused(rx));
+	CHECK(devmem_rx_held(rx) == 1, "the caller's fragment is still held: %llu",
+	      (unsigned long long)devmem_rx_held(rx));
+	CHECK(devmem_rx_next(rx, &f) == -EBADMSG, "the receive stays failed");
+	f = (struct devmem_frag){ .len = 4096, .token = 7, .dmabuf_id = 3 };
+	nreturned = 0;
+	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && nreturned == 1 &&
+	      returned[0] == 7 && devmem_rx_held(rx) == 0, "the caller's fragment goes back too");
+
+	/* the next receive walks afresh, with the declaration kept */
+	msg.msg_controllen = 0;
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SCM_DEVMEM_DMABUF, 12288, 4096, 11, 3);
+	dm_rx_took(rx, &msg, data, 4096);
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 11 && f.offset == 12288,
+	      "a good receive after a refused one");
+	CHECK(devmem_rx_next(rx, &f) == 0, "and its end");
+	nreturned = 0;
+	devmem_rx_close(rx);
+	close(s);
+}
+
+/* Appends a receive of one dma-buf fragment to the script. */
+static void script_frag(uint64_t off, uint32_t len, uint32_t token, uint32_t id)
+{
+	struct msghdr m = { .msg_control = script[nscript].ctrl };
+
+	put(&m, SCM_DEVMEM_DMABUF, off, len, token, id);
+	script[nscript].ctrllen = m.msg_controllen;
+	script[nscript++].bytes = len;
+}
+
+/* devmem_rx_recv_exact() over two receives, the second refused: the call
+ * fails, reports no fragment, and every token went back once. */
+static void recv_exact_refused(void)
+{
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag frags[8];
+	unsigned int nf = 99;
+	char linear[64];
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	nscript = at_script = 0;
+	script_frag(0, 4096, 21, 3);
+	script_frag(4096, 4096, 22, 4);
+	nreturned = 0;
+	CHECK(devmem_rx_recv_exact(rx, 8192, frags, 8, &nf, linear, sizeof(linear)) == -EBADMSG,
+	      "recv_exact fails on the foreign fragment of its second receive");
+	CHECK(nf == 0, "no fragment left for the caller: %u", nf);
+	CHECK(nreturned == 2 && returned[0] == 22 && returned[1] == 21,
+	      "both tokens went back once (the refused one first): %u", nreturned);
+	CHECK(devmem_rx_held(rx) == 0 && devmem_rx_refused(rx) == 1, "nothing held, one refused");
+	devmem_rx_close(rx);
+	close(s);
+}
+
+/* A receive that claims more bytes in fragments than it brought fails with
+ * -EPROTO: the fragment handed out stays the caller's, every later token
+ * goes back at once, and none twice. */
+static void overrun_returns_tokens(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag f, frags[8];
+	unsigned int nf = 99;
+	uint8_t data[1];
+	char linear[64];
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 1, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 2, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 8192, 4096, 3, 3);
+	dm_rx_took(rx, &msg, data, 4096);
+	nreturned = 0;
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 1, "the first fragment is handed out");
+	CHECK(devmem_rx_next(rx, &f) == -EPROTO && HAS("cover more than the 4096 bytes"),
+	      "the second overruns the receive: '%s'", devmem_last_error());
+	CHECK(nreturned == 2 && returned[0] == 2 && returned[1] == 3,
+	      "tokens 2 and 3 went back: %u returned", nreturned);
+	CHECK(devmem_rx_held(rx) == 1, "token 1 is still the caller's: %llu held",
+	      (unsigned long long)devmem_rx_held(rx));
+	CHECK(devmem_rx_next(rx, &f) == -EPROTO && nreturned == 2,
+	      "the receive stays failed, nothing returned twice");
+	f = (struct devmem_frag){ .len = 4096, .token = 1, .dmabuf_id = 3 };
+	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && nreturned == 3 &&
+	      devmem_rx_held(rx) == 0, "the caller's goes back too");
+
+	/* through recv_exact: nothing reaches the caller, every token goes back */
+	nscript = at_script = 0;
+	msg = (struct msghdr){ .msg_control = script[0].ctrl };
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 4, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 5, 3);
+	script[0].ctrllen = msg.msg_controllen;
+	script[nscript++].bytes = 4096;
+	nreturned = 0;
+	CHECK(devmem_rx_recv_exact(rx, 4096, frags, 8, &nf, linear, sizeof(linear)) == -EPROTO &&
+	      nf == 0, "recv_exact fails on the overrun, no fragment for the caller");
+	CHECK(nreturned == 2 && ((returned[0] == 5 && returned[1] == 4) ||
+				 (returned[0] == 4 && returned[1] == 5)) && devmem_rx_held(rx) == 0,
+	      "tokens 4 and 5 went back once each: %u returned", nreturned);
+	devmem_rx_close(rx);
+	close(s);
+}
+
+/* Appends a bare cmsg header of @level, @type claiming @len bytes. */
+static void put_hdr(struct msghdr *msg, int level, int type, size_t len)
+{
+	struct cmsghdr *cm = (struct cmsghdr *)((char *)msg->msg_control + msg->msg_controllen);
+
+	cm->cmsg_level = level;
+	cm->cmsg_type = type;
+	cm->cmsg_len = len;
+	msg->msg_controllen += CMSG_SPACE(0);
+}
+
+/* Every cmsg's length is checked, whatever its type: one running past the
+ * control buffer, or shorter than its own header, fails the walk. */
+static void foreign_cmsg_lengths(void)
+{
+	static const size_t lens[] = { 4000, 4, 0 };
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct msghdr msg = { .msg_control = ctrl };
+		struct devmem_rx_walk w = { 0 };
+		struct devmem_frag f;
+		uint8_t data[100];
+
+		memset(ctrl, 0, sizeof(ctrl));
+		put(&msg, SCM_DEVMEM_LINEAR, 0, 100, 0, 0);
+		put_hdr(&msg, SOL_SOCKET, SCM_TIMESTAMP, lens[i]);
+		CHECK(devmem_rx_parse_next(&msg, &w, data, 100, &f) == 1 && f.len == 100,
+		      "the linear bytes first");
+		CHECK(devmem_rx_parse_next(&msg, &w, data, 100, &f) == -EPROTO &&
+		      HAS("a cmsg (level 1, type"), "then a SCM_TIMESTAMP cmsg of %zu bytes (of %zu) "
+		      "fails the walk: '%s'", lens[i], (size_t)msg.msg_controllen, devmem_last_error());
+	}
+}
+
+int main(void)
+{
+	overrun_returns_tokens();
+	foreign_cmsg_lengths();
+	parser();
+	receive();
+	recv_exact_refused();
+	return check_done("t_frag_check");
+}
