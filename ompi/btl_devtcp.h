@@ -71,6 +71,9 @@ struct devtcp_reg {
 	struct mca_btl_base_endpoint_t *ep;	/* the only writer; NULL: any peer */
 	struct devtcp_region region;
 	mca_btl_base_registration_handle_t handle;
+	unsigned int pins;	/* puts naming it under way (reg_lock) */
+	unsigned int writing;	/* of which writing into it now */
+	bool gone;		/* deregistered: the last unpin frees it */
 };
 
 /* A descriptor: the PML's view (base) and what sending it needs; a put's
@@ -134,6 +137,7 @@ struct mca_btl_base_endpoint_t {
 	unsigned int rx_nfrags, rx_frags_cap;
 	size_t rx_linear;		/* bytes of it copied into rx_data */
 	unsigned char *rx_put;		/* a put's destination, NULL: a message */
+	struct devtcp_reg *rx_put_reg;	/* its region, pinned */
 	struct devtcp_gpu *gpu;		/* receiving from a GPU dma-buf */
 	unsigned char *cb;		/* control connection's read buffer */
 	size_t cb_start, cb_end;
@@ -177,9 +181,13 @@ struct devtcp_module {
 	uint64_t next_check;		/* ms: deadlines are checked then */
 	uint64_t refused;		/* connections refused before or at their hello */
 	uint64_t hello_timeouts;	/* of which without a hello in time */
-	pthread_mutex_t reg_lock;	/* regs */
+	uint64_t evicted;		/* of which closed for a newer one */
+	uint64_t strangers;		/* of which from no address of the job */
+	uint32_t job_size;		/* processes in our job, 0: unknown */
+	uint32_t job_peers;		/* of which with an endpoint (ep_lock) */
+	pthread_mutex_t reg_lock;	/* regs, and each one's pins */
+	pthread_cond_t reg_cond;	/* a put's write into a region ended */
 	struct devtcp_reg *regs;
-	uint64_t reg_ids;
 	struct devtcp_devmem *devmem;	/* NULL: plain receive */
 	uint64_t tx_msgs, tx_bytes;	/* atomic: every sending thread adds */
 	uint64_t rx_msgs, rx_bytes;	/* puts included */
@@ -239,8 +247,11 @@ void devtcp_tuple(struct devtcp_tuple *t, const struct sockaddr_storage *src,
 bool devtcp_from(const struct devtcp_addr *addrs, int count, const struct sockaddr_storage *ss);
 
 /* btl_devtcp_module.c */
-bool devtcp_region_find(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-			uint64_t handle, struct devtcp_region *r);
+struct devtcp_reg *devtcp_region_pin(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+				     uint64_t handle, struct devtcp_region *r);
+void devtcp_region_unpin(struct devtcp_module *m, struct devtcp_reg *reg);
+bool devtcp_region_write_begin(struct devtcp_module *m, struct devtcp_reg *reg);
+void devtcp_region_write_end(struct devtcp_module *m, struct devtcp_reg *reg);
 
 /* btl_devtcp_devmem.c */
 int devtcp_devmem_open(struct devtcp_module *m);

@@ -219,6 +219,7 @@ static void module_free(struct devtcp_module *m)
 	pthread_mutex_destroy(&m->ep_lock);
 	pthread_mutex_destroy(&m->rx_lock);
 	pthread_mutex_destroy(&m->reg_lock);
+	pthread_cond_destroy(&m->reg_cond);
 	free(m);
 }
 
@@ -237,6 +238,7 @@ static struct devtcp_module *module_open(const char *ifname)
 	m->ctrl_listen = m->data_listen = -1;
 	pthread_mutex_init(&m->ep_lock, NULL);
 	pthread_mutex_init(&m->reg_lock, NULL);
+	pthread_cond_init(&m->reg_cond, NULL);
 	pthread_mutex_init(&m->rx_lock, NULL);
 	if (devtcp_pick_interface(m, ifname, c->family) != OPAL_SUCCESS)
 		goto fail;

@@ -22,6 +22,13 @@
 
 /* A message's header part is at most this much bigger than the largest send. */
 #define DEVTCP_CTRL_SLACK 4096
+/* A connector gives the TCP handshake this many times
+ * btl_devtcp_connect_timeout: time for a few SYN retries. */
+#define DEVTCP_CONNECT_TRIES 5
+/* A control part's buffer is never smaller, and its bytes past the part
+ * are zero: the PML reads its header's fixed fields without checking the
+ * length, and ob1's longest header is under 100 bytes. */
+#define DEVTCP_CTRL_ROOM 256
 /* Messages taken from one peer in one progress call, so no peer starves. */
 #define DEVTCP_RX_BURST 16
 /* A put from a devmem link is read and handed back in batches of this many
@@ -153,6 +160,8 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 		close_fd(&ep->data_fd[i]);
 		close_fd(&ep->rx_data_fd[i]);
 	}
+	if (ep->rx_put_reg)	/* a put that never finished */
+		devtcp_region_unpin(m, ep->rx_put_reg);
 	devtcp_gpu_free(ep);
 	free(ep->rx_frags);
 	free(ep->rx_bounce);
@@ -692,7 +701,7 @@ static const void *frag_addr(struct devtcp_module *m, const struct devmem_frag *
  * -1 on error (errno; 0 for EOF).
  */
 static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-		      struct devmem_rx *rx, size_t len)
+		      struct devmem_rx *rx, unsigned char *dst, size_t len)
 {
 	if (!ep->rx_frags_cap && more_frags(ep) < 0)
 		return -1;
@@ -713,7 +722,8 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 		for (i = 0; i < got; i++) {
 			const struct devmem_frag *f = &ep->rx_frags[i];
 
-			memcpy(ep->rx_put + at, frag_addr(m, f), f->len);
+			if (dst)	/* NULL: its region went, the bytes are dropped */
+				memcpy(dst + at, frag_addr(m, f), f->len);
 			at += f->len;
 			if (f->dmabuf_id)
 				m->bytes_put += f->len;
@@ -730,6 +740,46 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 			return rc;
 	}
 	return 1;
+}
+
+/* read_some() of len bytes that go nowhere, through buf (cap bytes). */
+static int drop_some(int fd, unsigned char *buf, size_t cap, size_t want, size_t *done)
+{
+	while (*done < want) {
+		ssize_t n = recv_once(fd, buf, want - *done < cap ? want - *done : cap);
+
+		if (n <= 0)
+			return (int)n;
+		*done += n;
+	}
+	return 1;
+}
+
+/*
+ * What there is of a put's bytes, into its region while that is
+ * registered; the PML may deregister it meanwhile (from another thread),
+ * and then the rest is read and dropped. 1 when all are in, 0 later, -1
+ * on error (errno; 0 for EOF).
+ */
+static int put_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep, bool gpu)
+{
+	const struct devtcp_frame *fr = &ep->rx_frame;
+	struct devmem_rx *rx = ep->rx_devmem[fr->link];
+	int fd = ep->rx_data_fd[fr->link], rc;
+	bool mine = devtcp_region_write_begin(m, ep->rx_put_reg);
+	unsigned char *dst = mine ? ep->rx_put : NULL;
+
+	if (gpu)
+		rc = devtcp_gpu_recv(m, ep, rx, dst, fr->data_len);
+	else if (rx)
+		rc = put_devmem(m, ep, rx, dst, fr->data_len);
+	else if (dst)
+		rc = read_some(fd, dst, fr->data_len, &ep->rx_done);
+	else
+		rc = drop_some(fd, ep->rx_data, ep->rx_data_cap, fr->data_len, &ep->rx_done);
+	if (mine)
+		devtcp_region_write_end(m, ep->rx_put_reg);
+	return rc;
 }
 
 /*
@@ -852,7 +902,8 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			put = fr->flags & DEVTCP_FRAME_PUT;
 			/* a put's bytes go to their destination; only the
 			 * linear pieces of a batch (put_devmem) pass rx_data */
-			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap, fr->ctrl_len) < 0 ||
+			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap,
+				 fr->ctrl_len > DEVTCP_CTRL_ROOM ? fr->ctrl_len : DEVTCP_CTRL_ROOM) < 0 ||
 			    grow(&ep->rx_data, &ep->rx_data_cap,
 				 put && fr->data_len > DEVTCP_PUT_BATCH ? DEVTCP_PUT_BATCH
 									: fr->data_len) < 0) {
@@ -866,19 +917,27 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
+			if (fr->ctrl_len < DEVTCP_CTRL_ROOM)	/* no stale header bytes */
+				memset(ep->rx_ctrl + fr->ctrl_len, 0,
+				       DEVTCP_CTRL_ROOM - fr->ctrl_len);
 			if (fr->flags & DEVTCP_FRAME_PUT) {
 				struct devtcp_put p;
 				struct devtcp_region r;
+				struct devtcp_reg *reg;
 
-				/* only into what we registered for this peer */
+				/* only into what we registered for this peer,
+				 * which stays until the put is in */
 				memcpy(&p, ep->rx_ctrl, sizeof(p));
-				v = devtcp_put_check(&p, fr->data_len,
-						     devtcp_region_find(m, ep, p.handle, &r) ? &r : NULL);
+				reg = devtcp_region_pin(m, ep, p.handle, &r);
+				v = devtcp_put_check(&p, fr->data_len, reg ? &r : NULL);
 				if (v != DEVTCP_OK) {
+					if (reg)
+						devtcp_region_unpin(m, reg);
 					refuse_frame(m, ep, v);
 					return delivered;
 				}
 				ep->rx_put = (unsigned char *)(uintptr_t)p.to;
+				ep->rx_put_reg = reg;
 				ep->rx_state = RX_DATA;
 				continue;
 			}
@@ -897,24 +956,26 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			ep->rx_link_wait = 0;
 			put = fr->flags & DEVTCP_FRAME_PUT;
 			gpu = ep->rx_devmem[fr->link] && devtcp_devmem_on_gpu(m);
+			if (put) {
+				rc = put_recv(m, ep, gpu);
+				goto put_read;
+			}
 			if (gpu)
-				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link],
-						     put ? ep->rx_put : ep->rx_data, fr->data_len);
-			else if (put && ep->rx_devmem[fr->link])
-				rc = put_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
-			else if (put)
-				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_put, fr->data_len,
-					       &ep->rx_done);
+				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link], ep->rx_data,
+						     fr->data_len);
 			else if (ep->rx_devmem[fr->link])
 				rc = read_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
 			else
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
 					       &ep->rx_done);
+put_read:
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
 			ep->rx_state = RX_FRAME;
 			if (put) {
+				devtcp_region_unpin(m, ep->rx_put_reg);
+				ep->rx_put_reg = NULL;
 				/* a put is silent here: ob1's FIN comes next */
 				if (!ep->rx_devmem[fr->link])
 					m->bytes_linear += fr->data_len;
