@@ -55,9 +55,10 @@ struct devtcp_addr {
  * of the secret without sending it. */
 #define DEVTCP_MODEX_MIN (DEVTCP_KEY_LEN + sizeof(struct devtcp_addr))
 
-/* Connections accepted and still without a hello; more wait in the
- * listener's backlog. */
+/* Connections accepted and still without a hello, in all and from one
+ * address: past either, the oldest is closed. */
 #define DEVTCP_MAX_PENDING 64
+#define DEVTCP_MAX_PENDING_SRC 16
 
 /* What register_mem hands the PML: the PML gives it to the peer that puts
  * into the region, whose put frame names it. */
@@ -259,10 +260,11 @@ void devtcp_devmem_close(struct devtcp_module *m);
 int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx);
 int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf, size_t want,
 		       size_t *done);
-int devtcp_devmem_link(struct devtcp_module *m, int fd);
+int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx);
 void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
 const void *devtcp_devmem_at(struct devtcp_module *m, const struct devmem_frag *f);
-bool devtcp_devmem_frags_ok(struct devtcp_module *m, const struct devmem_frag *f, unsigned int n);
+bool devtcp_devmem_frags_ok(struct devtcp_module *m, struct devmem_rx *rx,
+			    const struct devmem_frag *f, unsigned int n);
 struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m);
 bool devtcp_devmem_on_gpu(struct devtcp_module *m);
 int devtcp_devmem_events(struct devtcp_module *m);

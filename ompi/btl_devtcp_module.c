@@ -24,6 +24,8 @@ static int devtcp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
 	opal_proc_t *self = opal_proc_local_get();
 	size_t i;
 
+	if (!m->job_size)
+		m->job_size = devtcp_job_size();
 	for (i = 0; i < nprocs; i++) {
 		struct mca_btl_base_endpoint_t *ep;
 
@@ -78,8 +80,10 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	if (m->refused)
 		opal_output(0, "btl:devtcp: %s: refused %llu connection(s) that did not authenticate "
 			    "as a process of this job (%llu without a hello within "
-			    "btl_devtcp_connect_timeout)", m->ifname, (unsigned long long)m->refused,
-			    (unsigned long long)m->hello_timeouts);
+			    "btl_devtcp_connect_timeout, %llu closed for newer ones, %llu from no "
+			    "address of the job)", m->ifname, (unsigned long long)m->refused,
+			    (unsigned long long)m->hello_timeouts, (unsigned long long)m->evicted,
+			    (unsigned long long)m->strangers);
 	devtcp_verbose(5, "%s: %llu messages (%llu bytes) sent, %llu (%llu bytes) received",
 		       m->ifname, (unsigned long long)m->tx_msgs, (unsigned long long)m->tx_bytes,
 		       (unsigned long long)m->rx_msgs, (unsigned long long)m->rx_bytes);
