@@ -96,7 +96,9 @@ struct devtcp_frag {
 	unsigned char buf[];
 };
 
-enum devtcp_rx_state { RX_FRAME, RX_CTRL, RX_DATA };
+/* Reading the control connection (devtcp_ctrl_step), or a message's
+ * payload from its data link. */
+enum devtcp_rx_state { RX_FRAME, RX_DATA };
 
 /*
  * One peer. The send half is ours; the receive half is the peer's.
@@ -145,10 +147,8 @@ struct mca_btl_base_endpoint_t {
 	unsigned char *rx_bounce;	/* a payload in too many pieces, gathered */
 	size_t rx_bounce_cap;
 	enum devtcp_rx_state rx_state;
-	struct devtcp_frame rx_frame;
-	size_t rx_done;
-	unsigned char *rx_ctrl;
-	size_t rx_ctrl_cap;
+	struct devtcp_ctrl_rx crx;	/* the control connection's reader */
+	size_t rx_done;			/* of the current payload */
 	unsigned char *rx_data;
 	size_t rx_data_cap;
 	bool rx_bye;

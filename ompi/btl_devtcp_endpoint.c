@@ -25,10 +25,6 @@
 /* A connector gives the TCP handshake this many times
  * btl_devtcp_connect_timeout: time for a few SYN retries. */
 #define DEVTCP_CONNECT_TRIES 5
-/* A control part's buffer is never smaller, and its bytes past the part
- * are zero: the PML reads its header's fixed fields without checking the
- * length, and ob1's longest header is under 100 bytes. */
-#define DEVTCP_CTRL_ROOM 256
 /* Messages taken from one peer in one progress call, so no peer starves. */
 #define DEVTCP_RX_BURST 16
 /* A put from a devmem link is read and handed back in batches of this many
@@ -240,7 +236,7 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 		OBJ_DESTRUCT(&f->base);
 		free(f);
 	}
-	free(ep->rx_ctrl);
+	devtcp_ctrl_free(&ep->crx);
 	free(ep->rx_data);
 	pthread_mutex_destroy(&ep->send_lock);
 	free(ep);
@@ -692,9 +688,12 @@ static bool ctrl_buffered(const struct mca_btl_base_endpoint_t *ep)
 	return ep->cb_end > ep->cb_start;
 }
 
-/* read_some() of the control connection, through its buffer. */
-static int ctrl_read(struct mca_btl_base_endpoint_t *ep, void *dst, size_t want, size_t *done)
+/* read_some() of the control connection (ctx: the endpoint), through its
+ * buffer: devtcp_ctrl_step's reader. */
+static int ctrl_read(void *ctx, void *dst, size_t want, size_t *done)
 {
+	struct mca_btl_base_endpoint_t *ep = ctx;
+
 	while (*done < want) {
 		size_t have = ep->cb_end - ep->cb_start;
 		ssize_t n;
@@ -873,7 +872,7 @@ static int drop_some(int fd, unsigned char *buf, size_t cap, size_t want, size_t
  */
 static int put_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep, bool gpu)
 {
-	const struct devtcp_frame *fr = &ep->rx_frame;
+	const struct devtcp_frame *fr = &ep->crx.frame;
 	struct devmem_rx *rx = ep->rx_devmem[fr->link];
 	int fd = ep->rx_data_fd[fr->link], rc;
 	bool mine = devtcp_region_write_begin(m, ep->rx_put_reg);
@@ -902,11 +901,11 @@ static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint
 			   struct devmem_rx *rx)
 {
 	mca_btl_base_segment_t segs[MCA_BTL_DES_MAX_SEGMENTS];
-	struct devtcp_frame *fr = &ep->rx_frame;
+	struct devtcp_frame *fr = &ep->crx.frame;
 	size_t n = 1, i, dma = 0;
 	int err = 0;
 
-	segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len };
+	segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->crx.ctrl, .seg_len = fr->ctrl_len };
 	for (i = 0; i < ep->rx_nfrags && n <= MCA_BTL_DES_MAX_SEGMENTS; i++) {
 		const char *p = frag_addr(m, &ep->rx_frags[i]);
 		mca_btl_base_segment_t *last = &segs[n - 1];
@@ -966,7 +965,7 @@ static bool tag_registered(uint8_t tag)
 static void refuse_frame(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			 enum devtcp_verdict v)
 {
-	const struct devtcp_frame *fr = &ep->rx_frame;
+	const struct devtcp_frame *fr = &ep->crx.frame;
 	char what[200];
 
 	snprintf(what, sizeof(what), "refused a message: %s (tag 0x%02x, flags 0x%02x, link %u, "
@@ -979,65 +978,54 @@ static void refuse_frame(struct devtcp_module *m, struct mca_btl_base_endpoint_t
  * the PML; returns how many. */
 static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
 {
-	struct devtcp_frame *fr = &ep->rx_frame;
+	struct devtcp_frame *fr = &ep->crx.frame;
 	size_t max = m->super.btl_max_send_size;
 	const struct devtcp_limits limits = {
 		.max_ctrl = max + DEVTCP_CTRL_SLACK, .max_data = max,
 		.data_links = mca_btl_devtcp_component.data_links, .tag_ok = tag_registered,
 	};
-	enum devtcp_verdict v;
+	enum devtcp_verdict v = DEVTCP_OK;
+	enum devtcp_ctrl_event ev;
 	int delivered = 0, rc = 0;
 	bool put, gpu;
 
 	while (!ep->failed && ep->rx_ctrl_fd >= 0 && delivered < DEVTCP_RX_BURST) {
 		switch (ep->rx_state) {
 		case RX_FRAME:
-			rc = ctrl_read(ep, fr, sizeof(*fr), &ep->rx_done);
-			if (rc < 0 && errno == 0 && ep->rx_done == 0 && ep->rx_bye) {
+			ev = devtcp_ctrl_step(&ep->crx, &limits, ctrl_read, ep, &v);
+			if (ev == DEVTCP_CTRL_ERROR && errno == 0 && !ep->crx.in_ctrl &&
+			    !ep->crx.done && ep->rx_bye) {
 				close_fd(&ep->rx_ctrl_fd);
 				return delivered;
 			}
-			if (rc <= 0)
+			rc = ev == DEVTCP_CTRL_ERROR ? -1 : 0;
+			if (ev <= DEVTCP_CTRL_LATER)
 				break;
-			ep->rx_done = 0;
-			v = devtcp_frame_check(fr, &limits);
-			if (v != DEVTCP_OK) {
+			if (ev == DEVTCP_CTRL_REFUSED) {
 				refuse_frame(m, ep, v);
 				return delivered;
 			}
-			if (fr->flags & DEVTCP_FRAME_BYE) {
+			if (ev == DEVTCP_CTRL_BYE) {
 				ep->rx_bye = true;
 				continue;
 			}
-			put = fr->flags & DEVTCP_FRAME_PUT;
+			put = ev == DEVTCP_CTRL_PUT;
 			/* a put's bytes go to their destination; only the
 			 * linear pieces of a batch (put_devmem) pass rx_data */
-			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap,
-				 fr->ctrl_len > DEVTCP_CTRL_ROOM ? fr->ctrl_len : DEVTCP_CTRL_ROOM) < 0 ||
-			    grow(&ep->rx_data, &ep->rx_data_cap,
+			if (grow(&ep->rx_data, &ep->rx_data_cap,
 				 put && fr->data_len > DEVTCP_PUT_BATCH ? DEVTCP_PUT_BATCH
 									: fr->data_len) < 0) {
 				fail_peer(m, ep, "out of memory", ENOMEM);
 				return delivered;
 			}
-			ep->rx_state = RX_CTRL;
-			continue;
-		case RX_CTRL:
-			rc = ctrl_read(ep, ep->rx_ctrl, fr->ctrl_len, &ep->rx_done);
-			if (rc <= 0)
-				break;
-			ep->rx_done = 0;
-			if (fr->ctrl_len < DEVTCP_CTRL_ROOM)	/* no stale header bytes */
-				memset(ep->rx_ctrl + fr->ctrl_len, 0,
-				       DEVTCP_CTRL_ROOM - fr->ctrl_len);
-			if (fr->flags & DEVTCP_FRAME_PUT) {
+			if (put) {
 				struct devtcp_put p;
 				struct devtcp_region r;
 				struct devtcp_reg *reg;
 
 				/* only into what we registered for this peer,
 				 * which stays until the put is in */
-				memcpy(&p, ep->rx_ctrl, sizeof(p));
+				memcpy(&p, ep->crx.ctrl, sizeof(p));
 				reg = devtcp_region_pin(m, ep, p.handle, &r);
 				v = devtcp_put_check(&p, fr->data_len, reg ? &r : NULL);
 				if (v != DEVTCP_OK) {
@@ -1051,9 +1039,10 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				ep->rx_state = RX_DATA;
 				continue;
 			}
-			ep->rx_state = fr->data_len ? RX_DATA : RX_FRAME;
-			if (ep->rx_state == RX_DATA)
+			if (fr->data_len) {
+				ep->rx_state = RX_DATA;
 				continue;
+			}
 			goto deliver;
 		case RX_DATA:
 			if (ep->rx_data_fd[fr->link] < 0) {
@@ -1114,7 +1103,7 @@ put_read:
 deliver:
 		{
 			mca_btl_base_segment_t segs[2] = {
-				{ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len },
+				{ .seg_addr.pval = ep->crx.ctrl, .seg_len = fr->ctrl_len },
 				{ .seg_addr.pval = ep->rx_data, .seg_len = fr->data_len },
 			};
 
@@ -1381,7 +1370,7 @@ static void check_deadlines(struct devtcp_module *m, uint64_t now)
 			char what[128];
 
 			snprintf(what, sizeof(what), "its message's data link %u did not connect "
-				 "within %d s (btl_devtcp_connect_timeout)", ep->rx_frame.link,
+				 "within %d s (btl_devtcp_connect_timeout)", ep->crx.frame.link,
 				 2 * mca_btl_devtcp_component.connect_timeout);
 			fail_peer(m, ep, what, 0);
 		}
@@ -1423,7 +1412,7 @@ static size_t poll_set(struct devtcp_module *m)
 		m->pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
 	}
 	for (ep = first_endpoint(m); ep; ep = ep->next) {
-		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->rx_frame.link] : ep->rx_ctrl_fd;
+		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->crx.frame.link] : ep->rx_ctrl_fd;
 
 		if (fd < 0 || ep->failed)
 			continue;
