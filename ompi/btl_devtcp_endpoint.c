@@ -25,6 +25,9 @@
 /* A connector gives the TCP handshake this many times
  * btl_devtcp_connect_timeout: time for a few SYN retries. */
 #define DEVTCP_CONNECT_TRIES 5
+/* Connections accepted in one progress call: the listeners never leave
+ * the poll set, so the rest come at the next. */
+#define DEVTCP_ACCEPT_BURST (2 * DEVTCP_MAX_PENDING)
 /* Messages taken from one peer in one progress call, so no peer starves. */
 #define DEVTCP_RX_BURST 16
 /* A put from a devmem link is read and handed back in batches of this many
@@ -1152,12 +1155,13 @@ static bool same_source(const struct devtcp_tuple *a, const struct devtcp_tuple 
  */
 static bool from_job(struct devtcp_module *m, const struct sockaddr_storage *ss)
 {
+	uint32_t size = __atomic_load_n(&m->job_size, __ATOMIC_RELAXED);
 	struct mca_btl_base_endpoint_t *ep;
 
 	for (ep = first_endpoint(m); ep; ep = ep->next)
 		if (devtcp_from(ep->addrs, ep->naddrs, ss))
 			return true;
-	return !m->job_size || __atomic_load_n(&m->job_peers, __ATOMIC_RELAXED) + 1 < m->job_size;
+	return !size || __atomic_load_n(&m->job_peers, __ATOMIC_RELAXED) + 1 < size;
 }
 
 /*
@@ -1199,12 +1203,14 @@ static void make_room(struct devtcp_module *m, const struct devtcp_tuple *t)
 
 static bool pending_read(struct devtcp_module *m, struct devtcp_pending *p, uint64_t now);
 
-/* Takes every connection off a listener: one from an address none of the
- * job's processes published is refused at once; the others wait for their
- * hello, which is read at once if it is there. */
+/* Takes the connections off a listener (at most DEVTCP_ACCEPT_BURST a
+ * call, so that a stranger reconnecting at once starves no peer's
+ * messages): one from an address none of the job's processes published is
+ * refused at once; the others wait for their hello, which is read at once
+ * if it is there. */
 static void accept_all(struct devtcp_module *m, int lfd)
 {
-	for (;;) {
+	for (int n = 0; n < DEVTCP_ACCEPT_BURST; n++) {
 		struct sockaddr_storage peer, local;
 		socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &peer_len,

@@ -24,8 +24,8 @@ static int devtcp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
 	opal_proc_t *self = opal_proc_local_get();
 	size_t i;
 
-	if (!m->job_size)
-		m->job_size = devtcp_job_size();
+	if (!__atomic_load_n(&m->job_size, __ATOMIC_RELAXED))	/* read by the receiving thread */
+		__atomic_store_n(&m->job_size, devtcp_job_size(), __ATOMIC_RELAXED);
 	for (i = 0; i < nprocs; i++) {
 		struct mca_btl_base_endpoint_t *ep;
 
