@@ -55,9 +55,10 @@ struct devtcp_addr {
  * of the secret without sending it. */
 #define DEVTCP_MODEX_MIN (DEVTCP_KEY_LEN + sizeof(struct devtcp_addr))
 
-/* Connections accepted and still without a hello; more wait in the
- * listener's backlog. */
+/* Connections accepted and still without a hello, in all and from one
+ * address: past either, the oldest is closed. */
 #define DEVTCP_MAX_PENDING 64
+#define DEVTCP_MAX_PENDING_SRC 16
 
 /* What register_mem hands the PML: the PML gives it to the peer that puts
  * into the region, whose put frame names it. */
@@ -71,6 +72,9 @@ struct devtcp_reg {
 	struct mca_btl_base_endpoint_t *ep;	/* the only writer; NULL: any peer */
 	struct devtcp_region region;
 	mca_btl_base_registration_handle_t handle;
+	unsigned int pins;	/* puts naming it under way (reg_lock) */
+	unsigned int writing;	/* of which writing into it now */
+	bool gone;		/* deregistered: the last unpin frees it */
 };
 
 /* A descriptor: the PML's view (base) and what sending it needs; a put's
@@ -92,7 +96,9 @@ struct devtcp_frag {
 	unsigned char buf[];
 };
 
-enum devtcp_rx_state { RX_FRAME, RX_CTRL, RX_DATA };
+/* Reading the control connection (devtcp_ctrl_step), or a message's
+ * payload from its data link. */
+enum devtcp_rx_state { RX_FRAME, RX_DATA };
 
 /*
  * One peer. The send half is ours; the receive half is the peer's.
@@ -134,16 +140,15 @@ struct mca_btl_base_endpoint_t {
 	unsigned int rx_nfrags, rx_frags_cap;
 	size_t rx_linear;		/* bytes of it copied into rx_data */
 	unsigned char *rx_put;		/* a put's destination, NULL: a message */
+	struct devtcp_reg *rx_put_reg;	/* its region, pinned */
 	struct devtcp_gpu *gpu;		/* receiving from a GPU dma-buf */
 	unsigned char *cb;		/* control connection's read buffer */
 	size_t cb_start, cb_end;
 	unsigned char *rx_bounce;	/* a payload in too many pieces, gathered */
 	size_t rx_bounce_cap;
 	enum devtcp_rx_state rx_state;
-	struct devtcp_frame rx_frame;
-	size_t rx_done;
-	unsigned char *rx_ctrl;
-	size_t rx_ctrl_cap;
+	struct devtcp_ctrl_rx crx;	/* the control connection's reader */
+	size_t rx_done;			/* of the current payload */
 	unsigned char *rx_data;
 	size_t rx_data_cap;
 	bool rx_bye;
@@ -177,9 +182,13 @@ struct devtcp_module {
 	uint64_t next_check;		/* ms: deadlines are checked then */
 	uint64_t refused;		/* connections refused before or at their hello */
 	uint64_t hello_timeouts;	/* of which without a hello in time */
-	pthread_mutex_t reg_lock;	/* regs */
+	uint64_t evicted;		/* of which closed for a newer one */
+	uint64_t strangers;		/* of which from no address of the job */
+	uint32_t job_size;		/* processes in our job, 0: unknown */
+	uint32_t job_peers;		/* of which with an endpoint (ep_lock) */
+	pthread_mutex_t reg_lock;	/* regs, and each one's pins */
+	pthread_cond_t reg_cond;	/* a put's write into a region ended */
 	struct devtcp_reg *regs;
-	uint64_t reg_ids;
 	struct devtcp_devmem *devmem;	/* NULL: plain receive */
 	uint64_t tx_msgs, tx_bytes;	/* atomic: every sending thread adds */
 	uint64_t rx_msgs, rx_bytes;	/* puts included */
@@ -239,8 +248,11 @@ void devtcp_tuple(struct devtcp_tuple *t, const struct sockaddr_storage *src,
 bool devtcp_from(const struct devtcp_addr *addrs, int count, const struct sockaddr_storage *ss);
 
 /* btl_devtcp_module.c */
-bool devtcp_region_find(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-			uint64_t handle, struct devtcp_region *r);
+struct devtcp_reg *devtcp_region_pin(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+				     uint64_t handle, struct devtcp_region *r);
+void devtcp_region_unpin(struct devtcp_module *m, struct devtcp_reg *reg);
+bool devtcp_region_write_begin(struct devtcp_module *m, struct devtcp_reg *reg);
+void devtcp_region_write_end(struct devtcp_module *m, struct devtcp_reg *reg);
 
 /* btl_devtcp_devmem.c */
 int devtcp_devmem_open(struct devtcp_module *m);
@@ -248,10 +260,11 @@ void devtcp_devmem_close(struct devtcp_module *m);
 int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx);
 int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf, size_t want,
 		       size_t *done);
-int devtcp_devmem_link(struct devtcp_module *m, int fd);
+int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx);
 void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
 const void *devtcp_devmem_at(struct devtcp_module *m, const struct devmem_frag *f);
-bool devtcp_devmem_frags_ok(struct devtcp_module *m, const struct devmem_frag *f, unsigned int n);
+bool devtcp_devmem_frags_ok(struct devtcp_module *m, struct devmem_rx *rx,
+			    const struct devmem_frag *f, unsigned int n);
 struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m);
 bool devtcp_devmem_on_gpu(struct devtcp_module *m);
 int devtcp_devmem_events(struct devtcp_module *m);

@@ -15,6 +15,49 @@
 #define DEVTCP_MODEX_SCOPE OPAL_PMIX_GLOBAL
 #endif
 
+/* The number of processes in this process's job, 0 when unknown. */
+static inline uint32_t devtcp_job_size(void)
+{
+#if OPAL_MAJOR_VERSION >= 5
+	return opal_process_info.num_procs;
+#else
+	opal_process_name_t job = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD };
+	uint32_t size = 0, *p = &size;
+	int rc;
+
+	OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &job, &p, OPAL_UINT32);
+	return rc == OPAL_SUCCESS ? size : 0;
+#endif
+}
+
+/* A process's modex blob of component @c, only if this process has it
+ * already: no wait for the runtime to fetch it (*d NULL then). */
+static inline int devtcp_modex_recv_now(const mca_base_component_t *c,
+					const opal_process_name_t *name, void **d, size_t *sz)
+{
+	int rc;
+
+	*d = NULL;
+	*sz = 0;
+#if OPAL_MAJOR_VERSION >= 5
+	OPAL_MODEX_RECV_IMMEDIATE(rc, c, name, (char **)d, sz);
+#else
+	char *key = mca_base_component_to_string(c);
+	opal_byte_object_t *bo = NULL;
+
+	if (!key)
+		return OPAL_ERR_OUT_OF_RESOURCE;
+	OPAL_MODEX_RECV_VALUE_IMMEDIATE(rc, key, name, &bo, OPAL_BYTE_OBJECT);
+	free(key);
+	if (rc == OPAL_SUCCESS && bo) {
+		*d = bo->bytes;
+		*sz = bo->size;
+	}
+	free(bo);
+#endif
+	return rc;
+}
+
 /* Hands a received message to whoever registered its tag (the PML). */
 static inline void devtcp_deliver(mca_btl_base_module_t *btl,
 				  struct mca_btl_base_endpoint_t *ep, uint8_t tag,

@@ -42,7 +42,7 @@ struct devtcp_component mca_btl_devtcp_component = {
 	},
 	.data_links = 1,
 	.data_min = 4096,
-	.connect_timeout = 10,
+	.connect_timeout = 2,
 	.peer_timeout = 300,
 };
 
@@ -87,9 +87,10 @@ static int devtcp_register(void)
 	reg_int("verbose", "Verbosity of btl/devtcp's messages (0-100; 1 names each connection "
 		"refused, e.g. one that fails authentication)", &c->verbose);
 	reg_int("connect_timeout",
-		"Seconds an accepted connection has to authenticate (its hello), after which it is "
-		"closed, and twice that for a message's data connection to arrive, after which the "
-		"peer is failed (at least 1)", &c->connect_timeout);
+		"Seconds an accepted connection has to authenticate (its hello, which follows the "
+		"connect at once), after which it is closed; twice that for a message's data "
+		"connection to arrive, after which the peer is failed; five times that for a "
+		"connection's TCP handshake (at least 1)", &c->connect_timeout);
 	reg_int("peer_timeout",
 		"Seconds after which a connection whose peer stopped answering (host down, network "
 		"cut, no reset) fails the job: TCP keepalive probes and TCP_USER_TIMEOUT on every "
@@ -219,6 +220,7 @@ static void module_free(struct devtcp_module *m)
 	pthread_mutex_destroy(&m->ep_lock);
 	pthread_mutex_destroy(&m->rx_lock);
 	pthread_mutex_destroy(&m->reg_lock);
+	pthread_cond_destroy(&m->reg_cond);
 	free(m);
 }
 
@@ -237,6 +239,7 @@ static struct devtcp_module *module_open(const char *ifname)
 	m->ctrl_listen = m->data_listen = -1;
 	pthread_mutex_init(&m->ep_lock, NULL);
 	pthread_mutex_init(&m->reg_lock, NULL);
+	pthread_cond_init(&m->reg_cond, NULL);
 	pthread_mutex_init(&m->rx_lock, NULL);
 	if (devtcp_pick_interface(m, ifname, c->family) != OPAL_SUCCESS)
 		goto fail;

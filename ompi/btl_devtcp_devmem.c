@@ -10,6 +10,9 @@
 #include "btl_devtcp.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
@@ -21,6 +24,10 @@
 #include "opal/util/output.h"
 
 #include "devmem.h"
+
+/* The window of a data link before its hello authenticates: room for the
+ * hello, and little of the dma-buf. */
+#define DEVTCP_HELLO_WINDOW 4096
 
 struct devtcp_devmem {
 	struct rdpm_client *rdpm;	/* set: rdpmd binds and steers */
@@ -363,15 +370,26 @@ static bool peer_is_local(int fd)
 	return ok;
 }
 
-/* A connection accepted on the data port: its bytes, the hello included,
- * land in the dma-buf unless the peer is local. Sets *rx (NULL: plain). */
+/*
+ * A connection accepted on the data port: its bytes, the hello included,
+ * land in the dma-buf unless the peer is local. Until its hello
+ * authenticates it, it may fill little of the dma-buf (a window clamp of a
+ * few pages) and has receive state for a hello only. Sets *rx (NULL:
+ * plain). The clamp is set here rather than on the listener: a clamp in
+ * force at the handshake would also fix a small window scale for good.
+ */
 int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 {
+	int clamp = DEVTCP_HELLO_WINDOW;
+
 	*rx = NULL;
 	if (!m->devmem || peer_is_local(fd))
 		return OPAL_SUCCESS;
-	if (devmem_rx_open(rx, fd, 1 << 20))
-		return devmem_error("cannot receive on a data link");
+	if (setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp)) < 0 ||
+	    devmem_rx_open(rx, fd, sizeof(struct devtcp_hello))) {
+		devtcp_verbose(1, "devmem: a data link's hello: %s", devmem_last_error());
+		return OPAL_ERROR;
+	}
 	return OPAL_SUCCESS;
 }
 
@@ -389,7 +407,7 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 
 		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, 16, &n, linear,
 					  sizeof(linear));
-		if (!devtcp_devmem_frags_ok(m, f, n)) {
+		if (!devtcp_devmem_frags_ok(m, rx, f, n)) {
 			errno = EPROTO;
 			return -1;
 		}
@@ -419,29 +437,47 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 	return 1;
 }
 
-/* A devmem data link joins a peer: every such link may fill an equal share
- * of the dma-buf, so that segments queued out of order after a drop cannot
- * take all of it. The share shrinks with each link: the earlier ones are
- * limited again. */
-int devtcp_devmem_link(struct devtcp_module *m, int fd)
+/*
+ * An authenticated devmem data link joins a peer: receive state for whole
+ * payloads replaces the hello's (*rx), and its window opens to its share:
+ * every such link may fill an equal share of the dma-buf, so that segments
+ * queued out of order after a drop cannot take all of it. The share
+ * shrinks with each link: the earlier ones are limited again. On failure
+ * nothing changed but the link's own window: the caller refuses it.
+ */
+int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 {
 	struct devtcp_devmem *d = m->devmem;
-	int *links = realloc(d->links, (d->nlinks + 1) * sizeof(*links));
+	struct devmem_rx *full;
+	int *links, open = INT_MAX, ret = 0;
 	size_t share;
-	int ret = 0;
 
+	links = realloc(d->links, (d->nlinks + 1) * sizeof(*links));
 	if (!links)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	d->links = links;
-	d->links[d->nlinks++] = fd;
+	if (devmem_rx_open(&full, fd, 1 << 20))
+		return devmem_error("cannot receive on a data link");
+	/* the accept's clamp off; devmem_rx_limit_window sets the share's */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &open, sizeof(open)) < 0) {
+		devmem_rx_close(full);
+		return OPAL_ERROR;
+	}
 	/* Of a shared buffer, only what rdpmd admitted is this rank's. */
 	share = (d->shared ? mca_btl_devtcp_component.devmem_size : devmem_mem_size(d->mem)) /
-		d->nlinks;
+		(d->nlinks + 1);
+	ret = d->rdpm ? rdpm_limit_window(d->rdpm, d->handle, fd, share) :
+			devmem_rx_limit_window(fd, share);
 	for (size_t i = 0; i < d->nlinks && ret >= 0; i++)
 		ret = d->rdpm ? rdpm_limit_window(d->rdpm, d->handle, d->links[i], share) :
 				devmem_rx_limit_window(d->links[i], share);
-	if (ret < 0)
+	if (ret < 0) {
+		devmem_rx_close(full);
 		return devmem_error("cannot limit the data links' windows to their share");
+	}
+	d->links[d->nlinks++] = fd;
+	devmem_rx_close(*rx);
+	*rx = full;
 	return OPAL_SUCCESS;
 }
 
@@ -468,7 +504,8 @@ static uint32_t dmabuf_id(const struct devtcp_devmem *d)
  * bytes no larger than said, or pieces of our own dma-buf (its id) within
  * it. Anything else is refused before an offset is turned into an address.
  */
-bool devtcp_devmem_frags_ok(struct devtcp_module *m, const struct devmem_frag *f, unsigned int n)
+bool devtcp_devmem_frags_ok(struct devtcp_module *m, struct devmem_rx *rx,
+			    const struct devmem_frag *f, unsigned int n)
 {
 	struct devtcp_devmem *d = m->devmem;
 	uint64_t size = d ? devmem_mem_size(d->mem) : 0;
@@ -482,6 +519,10 @@ bool devtcp_devmem_frags_ok(struct devtcp_module *m, const struct devmem_frag *f
 				    "%u bytes, is not in this rank's dma-buf (%u, %llu bytes): refused",
 				    f[i].dmabuf_id, (unsigned long long)f[i].offset, f[i].len,
 				    d ? dmabuf_id(d) : 0, (unsigned long long)size);
+			/* the kernel's tokens of the batch, all of them, back */
+			for (unsigned int j = 0; j < n; j++)
+				devmem_rx_release(rx, &f[j]);
+			devmem_rx_flush(rx);
 			return false;
 		}
 	}

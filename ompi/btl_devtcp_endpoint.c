@@ -22,6 +22,12 @@
 
 /* A message's header part is at most this much bigger than the largest send. */
 #define DEVTCP_CTRL_SLACK 4096
+/* A connector gives the TCP handshake this many times
+ * btl_devtcp_connect_timeout: time for a few SYN retries. */
+#define DEVTCP_CONNECT_TRIES 5
+/* Connections accepted in one progress call: the listeners never leave
+ * the poll set, so the rest come at the next. */
+#define DEVTCP_ACCEPT_BURST (2 * DEVTCP_MAX_PENDING)
 /* Messages taken from one peer in one progress call, so no peer starves. */
 #define DEVTCP_RX_BURST 16
 /* A put from a devmem link is read and handed back in batches of this many
@@ -68,49 +74,57 @@ static int module_index(struct devtcp_module *m)
 	return 0;
 }
 
-/* The peer's endpoint, made on first use (by add_procs, or by the hello of
- * a connection from a peer the PML has not added yet). Made outside
- * ep_lock, since the modex may wait for the peer; a racing twin is thrown
- * away. */
-struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc)
+/* A peer's secret and addresses from its modex blob; false when the blob
+ * is none or malformed. */
+static bool modex_parse(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+			const unsigned char *blob, size_t size)
 {
-	struct mca_btl_base_endpoint_t *ep = endpoint_find(m, &proc->proc_name), *twin;
-	unsigned char *blob = NULL;
-	size_t size = 0;
-	int rc, i;
+	int k;
 
-	if (ep)
-		return ep;
-	ep = calloc(1, sizeof(*ep));
+	if (!blob || size < DEVTCP_MODEX_MIN ||
+	    (size - DEVTCP_KEY_LEN) % sizeof(struct devtcp_addr) != 0 ||
+	    (size - DEVTCP_KEY_LEN) / sizeof(struct devtcp_addr) > DEVTCP_MAX_IFS)
+		return false;
+	memcpy(ep->key, blob, DEVTCP_KEY_LEN);
+	ep->naddrs = (size - DEVTCP_KEY_LEN) / sizeof(struct devtcp_addr);
+	memcpy(ep->addrs, blob + DEVTCP_KEY_LEN, ep->naddrs * sizeof(struct devtcp_addr));
+	k = devtcp_match_peer(&m->addr, module_index(m), ep->addrs, ep->naddrs);
+	if (k >= 0) {
+		ep->addr = ep->addrs[k];
+		ep->have_addr = true;
+	}
+	return true;
+}
+
+static struct mca_btl_base_endpoint_t *endpoint_new(opal_proc_t *proc,
+						     const opal_process_name_t *name)
+{
+	struct mca_btl_base_endpoint_t *ep = calloc(1, sizeof(*ep));
+	int i;
+
 	if (!ep)
 		return NULL;
 	ep->proc = proc;
-	ep->name = proc->proc_name;
+	ep->name = *name;
 	ep->ctrl_fd = ep->rx_ctrl_fd = -1;
 	for (i = 0; i < DEVTCP_MAX_LINKS; i++)
 		ep->data_fd[i] = ep->rx_data_fd[i] = -1;
 	pthread_mutex_init(&ep->send_lock, NULL);
-	OPAL_MODEX_RECV(rc, &mca_btl_devtcp_component.super.btl_version, &proc->proc_name,
-			(void **)&blob, &size);
-	/* its secret, then its addresses */
-	if (rc == OPAL_SUCCESS && blob && size >= DEVTCP_MODEX_MIN &&
-	    (size - DEVTCP_KEY_LEN) % sizeof(struct devtcp_addr) == 0 &&
-	    (size - DEVTCP_KEY_LEN) / sizeof(struct devtcp_addr) <= DEVTCP_MAX_IFS) {
-		int k;
+	return ep;
+}
 
-		memcpy(ep->key, blob, DEVTCP_KEY_LEN);
-		ep->naddrs = (size - DEVTCP_KEY_LEN) / sizeof(struct devtcp_addr);
-		memcpy(ep->addrs, blob + DEVTCP_KEY_LEN, ep->naddrs * sizeof(struct devtcp_addr));
-		k = devtcp_match_peer(&m->addr, module_index(m), ep->addrs, ep->naddrs);
-		if (k >= 0) {
-			ep->addr = ep->addrs[k];
-			ep->have_addr = true;
-		}
-	}
-	free(blob);
+/* Adds ep to the module's peers, unless a racing twin made it first: then
+ * ep goes and the twin is returned. */
+static struct mca_btl_base_endpoint_t *endpoint_add(struct devtcp_module *m,
+						     struct mca_btl_base_endpoint_t *ep)
+{
+	struct mca_btl_base_endpoint_t *twin;
+
 	pthread_mutex_lock(&m->ep_lock);
-	twin = endpoint_find(m, &proc->proc_name);
+	twin = endpoint_find(m, &ep->name);
 	if (!twin) {
+		if (ep->name.jobid == OPAL_PROC_MY_NAME.jobid)
+			__atomic_fetch_add(&m->job_peers, 1, __ATOMIC_RELAXED);
 		ep->next = m->endpoints;
 		__atomic_store_n(&m->endpoints, ep, __ATOMIC_RELEASE);
 	}
@@ -121,6 +135,65 @@ struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opa
 		ep = twin;
 	}
 	return ep;
+}
+
+/* The peer's endpoint, made on first use by add_procs. Made outside
+ * ep_lock, since the modex may wait for the peer. */
+struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc)
+{
+	struct mca_btl_base_endpoint_t *ep = endpoint_find(m, &proc->proc_name);
+	unsigned char *blob = NULL;
+	size_t size = 0;
+	int rc;
+
+	if (ep)
+		return ep;
+	ep = endpoint_new(proc, &proc->proc_name);
+	if (!ep)
+		return NULL;
+	OPAL_MODEX_RECV(rc, &mca_btl_devtcp_component.super.btl_version, &proc->proc_name,
+			(void **)&blob, &size);
+	if (rc == OPAL_SUCCESS)
+		modex_parse(m, ep, blob, size);
+	free(blob);
+	return endpoint_add(m, ep);
+}
+
+/*
+ * The peer a hello names, if the connection comes from one of its
+ * published addresses. A process the PML has not added yet (it sent
+ * first) gets its endpoint here, from modex data this process already
+ * holds: nothing here waits, and nothing is kept for a process whose
+ * addresses the connection does not come from.
+ */
+static struct mca_btl_base_endpoint_t *endpoint_for_hello(struct devtcp_module *m,
+							   const opal_process_name_t *name,
+							   const struct sockaddr_storage *from)
+{
+	struct mca_btl_base_endpoint_t *ep = endpoint_find(m, name);
+	opal_process_name_t me = OPAL_PROC_MY_NAME;
+	unsigned char *blob = NULL;
+	opal_proc_t *proc;
+	size_t size = 0;
+	bool ok;
+
+	if (ep || same_name(name, &me))
+		return ep && devtcp_from(ep->addrs, ep->naddrs, from) ? ep : NULL;
+	ep = endpoint_new(NULL, name);
+	if (!ep)
+		return NULL;
+	ok = devtcp_modex_recv_now(&mca_btl_devtcp_component.super.btl_version, name,
+				   (void **)&blob, &size) == OPAL_SUCCESS &&
+	     modex_parse(m, ep, blob, size) && devtcp_from(ep->addrs, ep->naddrs, from);
+	free(blob);
+	proc = ok ? opal_proc_for_name(*name) : NULL;
+	if (!proc) {
+		pthread_mutex_destroy(&ep->send_lock);
+		free(ep);
+		return NULL;
+	}
+	ep->proc = proc;
+	return endpoint_add(m, ep);
 }
 
 static void close_fd(int *fd)
@@ -153,6 +226,8 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 		close_fd(&ep->data_fd[i]);
 		close_fd(&ep->rx_data_fd[i]);
 	}
+	if (ep->rx_put_reg)	/* a put that never finished */
+		devtcp_region_unpin(m, ep->rx_put_reg);
 	devtcp_gpu_free(ep);
 	free(ep->rx_frags);
 	free(ep->rx_bounce);
@@ -164,7 +239,7 @@ void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_
 		OBJ_DESTRUCT(&f->base);
 		free(f);
 	}
-	free(ep->rx_ctrl);
+	devtcp_ctrl_free(&ep->crx);
 	free(ep->rx_data);
 	pthread_mutex_destroy(&ep->send_lock);
 	free(ep);
@@ -234,6 +309,48 @@ static void set_peer_timeout(int fd)
 }
 
 /*
+ * connect() within @secs seconds rather than the kernel's two minutes of
+ * SYN retries: send_lock is held meanwhile, and a peer that cannot be
+ * reached in that time is failed. 0, or -1 with errno (ETIMEDOUT).
+ */
+static int connect_within(int fd, const struct sockaddr *to, socklen_t len, int secs)
+{
+	int flags = fcntl(fd, F_GETFL), err = 0;
+	uint64_t deadline = now_ms() + 1000ull * secs;
+	socklen_t err_len = sizeof(err);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -1;
+	if (connect(fd, to, len) < 0) {
+		if (errno != EINPROGRESS)
+			return -1;
+		for (;;) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			uint64_t now = now_ms();
+			int n;
+
+			if (now >= deadline) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			n = poll(&p, 1, (int)(deadline - now));
+			if (n > 0)
+				break;
+			if (n < 0 && errno != EINTR)
+				return -1;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0)
+			return -1;
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
+	/* the hello goes out whole, as before: blocking until the socket takes it */
+	return fcntl(fd, F_SETFL, flags);
+}
+
+/*
  * A connection to the peer, from our published address (the peer checks
  * it), opened with a hello that names us and the peer and proves that we
  * know the peer's secret for this very connection: its MAC covers both
@@ -259,7 +376,8 @@ static int open_link(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep
 		return -1;
 	if (getrandom(hello.nonce, sizeof(hello.nonce), 0) != sizeof(hello.nonce) ||
 	    bind(fd, (struct sockaddr *)&me_ss, me_len) < 0 ||
-	    connect(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    connect_within(fd, (struct sockaddr *)&ss, len,
+			   DEVTCP_CONNECT_TRIES * mca_btl_devtcp_component.connect_timeout) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&src, &src_len) < 0) {
 		int err = errno;
 
@@ -573,9 +691,12 @@ static bool ctrl_buffered(const struct mca_btl_base_endpoint_t *ep)
 	return ep->cb_end > ep->cb_start;
 }
 
-/* read_some() of the control connection, through its buffer. */
-static int ctrl_read(struct mca_btl_base_endpoint_t *ep, void *dst, size_t want, size_t *done)
+/* read_some() of the control connection (ctx: the endpoint), through its
+ * buffer: devtcp_ctrl_step's reader. */
+static int ctrl_read(void *ctx, void *dst, size_t want, size_t *done)
 {
+	struct mca_btl_base_endpoint_t *ep = ctx;
+
 	while (*done < want) {
 		size_t have = ep->cb_end - ep->cb_start;
 		ssize_t n;
@@ -663,7 +784,7 @@ static int read_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *
 					ep->rx_frags + ep->rx_nfrags,
 					ep->rx_frags_cap - ep->rx_nfrags, &got,
 					ep->rx_data + ep->rx_linear, len - ep->rx_linear);
-		if (!devtcp_devmem_frags_ok(m, ep->rx_frags + ep->rx_nfrags, got)) {
+		if (!devtcp_devmem_frags_ok(m, rx, ep->rx_frags + ep->rx_nfrags, got)) {
 			errno = EPROTO;
 			return -1;
 		}
@@ -692,7 +813,7 @@ static const void *frag_addr(struct devtcp_module *m, const struct devmem_frag *
  * -1 on error (errno; 0 for EOF).
  */
 static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-		      struct devmem_rx *rx, size_t len)
+		      struct devmem_rx *rx, unsigned char *dst, size_t len)
 {
 	if (!ep->rx_frags_cap && more_frags(ep) < 0)
 		return -1;
@@ -706,14 +827,15 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 			want = ep->rx_data_cap;
 		n = devmem_rx_recv_upto(rx, want, MSG_DONTWAIT, ep->rx_frags, ep->rx_frags_cap,
 					&got, ep->rx_data, ep->rx_data_cap);
-		if (!devtcp_devmem_frags_ok(m, ep->rx_frags, got)) {
+		if (!devtcp_devmem_frags_ok(m, rx, ep->rx_frags, got)) {
 			errno = EPROTO;
 			return -1;
 		}
 		for (i = 0; i < got; i++) {
 			const struct devmem_frag *f = &ep->rx_frags[i];
 
-			memcpy(ep->rx_put + at, frag_addr(m, f), f->len);
+			if (dst)	/* NULL: its region went, the bytes are dropped */
+				memcpy(dst + at, frag_addr(m, f), f->len);
 			at += f->len;
 			if (f->dmabuf_id)
 				m->bytes_put += f->len;
@@ -732,6 +854,46 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 	return 1;
 }
 
+/* read_some() of len bytes that go nowhere, through buf (cap bytes). */
+static int drop_some(int fd, unsigned char *buf, size_t cap, size_t want, size_t *done)
+{
+	while (*done < want) {
+		ssize_t n = recv_once(fd, buf, want - *done < cap ? want - *done : cap);
+
+		if (n <= 0)
+			return (int)n;
+		*done += n;
+	}
+	return 1;
+}
+
+/*
+ * What there is of a put's bytes, into its region while that is
+ * registered; the PML may deregister it meanwhile (from another thread),
+ * and then the rest is read and dropped. 1 when all are in, 0 later, -1
+ * on error (errno; 0 for EOF).
+ */
+static int put_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep, bool gpu)
+{
+	const struct devtcp_frame *fr = &ep->crx.frame;
+	struct devmem_rx *rx = ep->rx_devmem[fr->link];
+	int fd = ep->rx_data_fd[fr->link], rc;
+	bool mine = devtcp_region_write_begin(m, ep->rx_put_reg);
+	unsigned char *dst = mine ? ep->rx_put : NULL;
+
+	if (gpu)
+		rc = devtcp_gpu_recv(m, ep, rx, dst, fr->data_len);
+	else if (rx)
+		rc = put_devmem(m, ep, rx, dst, fr->data_len);
+	else if (dst)
+		rc = read_some(fd, dst, fr->data_len, &ep->rx_done);
+	else
+		rc = drop_some(fd, ep->rx_data, ep->rx_data_cap, fr->data_len, &ep->rx_done);
+	if (mine)
+		devtcp_region_write_end(m, ep->rx_put_reg);
+	return rc;
+}
+
 /*
  * Hands a devmem message to the PML: its header, then the payload's pieces
  * in place (adjacent ones merged). A descriptor holds MCA_BTL_DES_MAX_SEGMENTS
@@ -742,11 +904,11 @@ static void deliver_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint
 			   struct devmem_rx *rx)
 {
 	mca_btl_base_segment_t segs[MCA_BTL_DES_MAX_SEGMENTS];
-	struct devtcp_frame *fr = &ep->rx_frame;
+	struct devtcp_frame *fr = &ep->crx.frame;
 	size_t n = 1, i, dma = 0;
 	int err = 0;
 
-	segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len };
+	segs[0] = (mca_btl_base_segment_t){ .seg_addr.pval = ep->crx.ctrl, .seg_len = fr->ctrl_len };
 	for (i = 0; i < ep->rx_nfrags && n <= MCA_BTL_DES_MAX_SEGMENTS; i++) {
 		const char *p = frag_addr(m, &ep->rx_frags[i]);
 		mca_btl_base_segment_t *last = &segs[n - 1];
@@ -806,7 +968,7 @@ static bool tag_registered(uint8_t tag)
 static void refuse_frame(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			 enum devtcp_verdict v)
 {
-	const struct devtcp_frame *fr = &ep->rx_frame;
+	const struct devtcp_frame *fr = &ep->crx.frame;
 	char what[200];
 
 	snprintf(what, sizeof(what), "refused a message: %s (tag 0x%02x, flags 0x%02x, link %u, "
@@ -819,72 +981,71 @@ static void refuse_frame(struct devtcp_module *m, struct mca_btl_base_endpoint_t
  * the PML; returns how many. */
 static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
 {
-	struct devtcp_frame *fr = &ep->rx_frame;
+	struct devtcp_frame *fr = &ep->crx.frame;
 	size_t max = m->super.btl_max_send_size;
 	const struct devtcp_limits limits = {
 		.max_ctrl = max + DEVTCP_CTRL_SLACK, .max_data = max,
 		.data_links = mca_btl_devtcp_component.data_links, .tag_ok = tag_registered,
 	};
-	enum devtcp_verdict v;
+	enum devtcp_verdict v = DEVTCP_OK;
+	enum devtcp_ctrl_event ev;
 	int delivered = 0, rc = 0;
 	bool put, gpu;
 
 	while (!ep->failed && ep->rx_ctrl_fd >= 0 && delivered < DEVTCP_RX_BURST) {
 		switch (ep->rx_state) {
 		case RX_FRAME:
-			rc = ctrl_read(ep, fr, sizeof(*fr), &ep->rx_done);
-			if (rc < 0 && errno == 0 && ep->rx_done == 0 && ep->rx_bye) {
+			ev = devtcp_ctrl_step(&ep->crx, &limits, ctrl_read, ep, &v);
+			if (ev == DEVTCP_CTRL_ERROR && errno == 0 && !ep->crx.in_ctrl &&
+			    !ep->crx.done && ep->rx_bye) {
 				close_fd(&ep->rx_ctrl_fd);
 				return delivered;
 			}
-			if (rc <= 0)
+			rc = ev == DEVTCP_CTRL_ERROR ? -1 : 0;
+			if (ev <= DEVTCP_CTRL_LATER)
 				break;
-			ep->rx_done = 0;
-			v = devtcp_frame_check(fr, &limits);
-			if (v != DEVTCP_OK) {
+			if (ev == DEVTCP_CTRL_REFUSED) {
 				refuse_frame(m, ep, v);
 				return delivered;
 			}
-			if (fr->flags & DEVTCP_FRAME_BYE) {
+			if (ev == DEVTCP_CTRL_BYE) {
 				ep->rx_bye = true;
 				continue;
 			}
-			put = fr->flags & DEVTCP_FRAME_PUT;
+			put = ev == DEVTCP_CTRL_PUT;
 			/* a put's bytes go to their destination; only the
 			 * linear pieces of a batch (put_devmem) pass rx_data */
-			if (grow(&ep->rx_ctrl, &ep->rx_ctrl_cap, fr->ctrl_len) < 0 ||
-			    grow(&ep->rx_data, &ep->rx_data_cap,
+			if (grow(&ep->rx_data, &ep->rx_data_cap,
 				 put && fr->data_len > DEVTCP_PUT_BATCH ? DEVTCP_PUT_BATCH
 									: fr->data_len) < 0) {
 				fail_peer(m, ep, "out of memory", ENOMEM);
 				return delivered;
 			}
-			ep->rx_state = RX_CTRL;
-			continue;
-		case RX_CTRL:
-			rc = ctrl_read(ep, ep->rx_ctrl, fr->ctrl_len, &ep->rx_done);
-			if (rc <= 0)
-				break;
-			ep->rx_done = 0;
-			if (fr->flags & DEVTCP_FRAME_PUT) {
+			if (put) {
 				struct devtcp_put p;
 				struct devtcp_region r;
+				struct devtcp_reg *reg;
 
-				/* only into what we registered for this peer */
-				memcpy(&p, ep->rx_ctrl, sizeof(p));
-				v = devtcp_put_check(&p, fr->data_len,
-						     devtcp_region_find(m, ep, p.handle, &r) ? &r : NULL);
+				/* only into what we registered for this peer,
+				 * which stays until the put is in */
+				memcpy(&p, ep->crx.ctrl, sizeof(p));
+				reg = devtcp_region_pin(m, ep, p.handle, &r);
+				v = devtcp_put_check(&p, fr->data_len, reg ? &r : NULL);
 				if (v != DEVTCP_OK) {
+					if (reg)
+						devtcp_region_unpin(m, reg);
 					refuse_frame(m, ep, v);
 					return delivered;
 				}
 				ep->rx_put = (unsigned char *)(uintptr_t)p.to;
+				ep->rx_put_reg = reg;
 				ep->rx_state = RX_DATA;
 				continue;
 			}
-			ep->rx_state = fr->data_len ? RX_DATA : RX_FRAME;
-			if (ep->rx_state == RX_DATA)
+			if (fr->data_len) {
+				ep->rx_state = RX_DATA;
 				continue;
+			}
 			goto deliver;
 		case RX_DATA:
 			if (ep->rx_data_fd[fr->link] < 0) {
@@ -897,24 +1058,26 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 			ep->rx_link_wait = 0;
 			put = fr->flags & DEVTCP_FRAME_PUT;
 			gpu = ep->rx_devmem[fr->link] && devtcp_devmem_on_gpu(m);
+			if (put) {
+				rc = put_recv(m, ep, gpu);
+				goto put_read;
+			}
 			if (gpu)
-				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link],
-						     put ? ep->rx_put : ep->rx_data, fr->data_len);
-			else if (put && ep->rx_devmem[fr->link])
-				rc = put_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
-			else if (put)
-				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_put, fr->data_len,
-					       &ep->rx_done);
+				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link], ep->rx_data,
+						     fr->data_len);
 			else if (ep->rx_devmem[fr->link])
 				rc = read_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
 			else
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
 					       &ep->rx_done);
+put_read:
 			if (rc <= 0)
 				break;
 			ep->rx_done = 0;
 			ep->rx_state = RX_FRAME;
 			if (put) {
+				devtcp_region_unpin(m, ep->rx_put_reg);
+				ep->rx_put_reg = NULL;
 				/* a put is silent here: ob1's FIN comes next */
 				if (!ep->rx_devmem[fr->link])
 					m->bytes_linear += fr->data_len;
@@ -943,7 +1106,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 deliver:
 		{
 			mca_btl_base_segment_t segs[2] = {
-				{ .seg_addr.pval = ep->rx_ctrl, .seg_len = fr->ctrl_len },
+				{ .seg_addr.pval = ep->crx.ctrl, .seg_len = fr->ctrl_len },
 				{ .seg_addr.pval = ep->rx_data, .seg_len = fr->data_len },
 			};
 
@@ -979,16 +1142,81 @@ static void pending_free(struct devtcp_module *m, struct devtcp_pending *p)
 	free(p);
 }
 
-/* Takes connections off a listener while there is room for them among the
- * pending ones; the rest wait in the backlog. */
+static bool same_source(const struct devtcp_tuple *a, const struct devtcp_tuple *b)
+{
+	return a->family == b->family && !memcmp(a->src, b->src, sizeof(a->src));
+}
+
+/*
+ * Whether a connection from @ss may be a peer's: it comes from an address
+ * a process of the job published. Until every process of the job has an
+ * endpoint (the PML adds the rest lazily in large jobs), any address may
+ * be one of theirs.
+ */
+static bool from_job(struct devtcp_module *m, const struct sockaddr_storage *ss)
+{
+	uint32_t size = __atomic_load_n(&m->job_size, __ATOMIC_RELAXED);
+	struct mca_btl_base_endpoint_t *ep;
+
+	for (ep = first_endpoint(m); ep; ep = ep->next)
+		if (devtcp_from(ep->addrs, ep->naddrs, ss))
+			return true;
+	return !size || __atomic_load_n(&m->job_peers, __ATOMIC_RELAXED) + 1 < size;
+}
+
+/*
+ * Room for one more connection without a hello (counted in npending, not
+ * yet in the list): past DEVTCP_MAX_PENDING_SRC
+ * from its source address, or DEVTCP_MAX_PENDING in all, the oldest (of
+ * that source, or of all) is closed. A peer's hello follows its connect at
+ * once and is read as soon as the connection is accepted, so only
+ * connections that keep silent grow old; the listeners are never left.
+ */
+static void make_room(struct devtcp_module *m, const struct devtcp_tuple *t)
+{
+	struct devtcp_pending **pp, **oldest = NULL, **oldest_src = NULL, *p;
+	unsigned int from_src = 0;
+
+	for (pp = &m->pending; *pp; pp = &(*pp)->next) {
+		if (!oldest || (*pp)->deadline < (*oldest)->deadline)
+			oldest = pp;
+		if (same_source(&(*pp)->tuple, t)) {
+			from_src++;
+			if (!oldest_src || (*pp)->deadline < (*oldest_src)->deadline)
+				oldest_src = pp;
+		}
+	}
+	if (from_src >= DEVTCP_MAX_PENDING_SRC)
+		pp = oldest_src;
+	else if (m->npending > DEVTCP_MAX_PENDING)	/* the new one counted */
+		pp = oldest;
+	else
+		return;
+	p = *pp;
+	*pp = p->next;
+	m->evicted++;
+	refuse(m, p, from_src >= DEVTCP_MAX_PENDING_SRC ?
+		     "evicted: too many connections without a hello from its address" :
+		     "evicted: too many connections without a hello");
+	pending_free(m, p);
+}
+
+static bool pending_read(struct devtcp_module *m, struct devtcp_pending *p, uint64_t now);
+
+/* Takes the connections off a listener (at most DEVTCP_ACCEPT_BURST a
+ * call, so that a stranger reconnecting at once starves no peer's
+ * messages): one from an address none of the job's processes published is
+ * refused at once; the others wait for their hello, which is read at once
+ * if it is there. */
 static void accept_all(struct devtcp_module *m, int lfd)
 {
-	while (m->npending < DEVTCP_MAX_PENDING) {
+	for (int n = 0; n < DEVTCP_ACCEPT_BURST; n++) {
 		struct sockaddr_storage peer, local;
 		socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &peer_len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct devtcp_pending *p;
+		uint64_t now = now_ms();
 
 		if (fd < 0)
 			return;
@@ -1005,14 +1233,25 @@ static void accept_all(struct devtcp_module *m, int lfd)
 		m->npending++;
 		p->fd = fd;
 		p->data = lfd == m->data_listen;
-		p->deadline = now_ms() + 1000ull * mca_btl_devtcp_component.connect_timeout;
+		p->deadline = now + 1000ull * mca_btl_devtcp_component.connect_timeout;
 		devtcp_tuple(&p->tuple, &peer, &local);
-		if (lfd == m->data_listen && devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS) {
+		if (!from_job(m, &peer)) {
+			m->strangers++;
+			refuse(m, p, "not from an address of the job's processes");
 			pending_free(m, p);
-			fail_all(m, "cannot receive a data link with devmem");
-			return;
+			continue;
+		}
+		if (p->data && devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS) {
+			refuse(m, p, "cannot receive it with devmem");
+			pending_free(m, p);
+			continue;
 		}
 		set_peer_timeout(fd);
+		if (pending_read(m, p, now)) {
+			pending_free(m, p);
+			continue;
+		}
+		make_room(m, &p->tuple);
 		p->next = m->pending;
 		m->pending = p;
 	}
@@ -1048,20 +1287,14 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 	}
 	name.jobid = ntohl(h->jobid);
 	name.vpid = ntohl(h->vpid);
-	ep = endpoint_find(m, &name);
-	if (!ep && !same_name(&name, &me)) {
-		opal_proc_t *proc = opal_proc_for_name(name);
-
-		if (proc)
-			ep = devtcp_endpoint_get(m, proc);
-	}
 	memset(&from, 0, sizeof(from));
 	from.ss_family = p->tuple.family;
 	if (from.ss_family == AF_INET)
 		memcpy(&((struct sockaddr_in *)&from)->sin_addr, p->tuple.src, 4);
 	else
 		memcpy(&((struct sockaddr_in6 *)&from)->sin6_addr, p->tuple.src, 16);
-	if (!ep || !devtcp_from(ep->addrs, ep->naddrs, &from)) {
+	ep = endpoint_for_hello(m, &name, &from);
+	if (!ep) {
 		snprintf(why, sizeof(why), "claims to be %u.%u, whose published addresses it does "
 			 "not come from", name.jobid, name.vpid);
 		refuse(m, p, why);
@@ -1076,8 +1309,10 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 		refuse(m, p, why);
 		return -1;
 	}
-	if (p->rx && devtcp_devmem_link(m, p->fd) != OPAL_SUCCESS)
+	if (p->rx && devtcp_devmem_link(m, p->fd, &p->rx) != OPAL_SUCCESS) {
+		refuse(m, p, "cannot set up its devmem receive");
 		return -1;
+	}
 	*used = true;
 	*slot = p->fd;
 	p->fd = -1;
@@ -1088,28 +1323,38 @@ static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
 	return 0;
 }
 
+/* Reads what there is of p's hello; true when p is done with (it joined
+ * a peer, or was refused), false while it may still come. */
+static bool pending_read(struct devtcp_module *m, struct devtcp_pending *p, uint64_t now)
+{
+	int rc = p->rx ? devtcp_devmem_read(m, p->rx, &p->hello, sizeof(p->hello), &p->got)
+		       : read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
+
+	if (rc == 0 && now < p->deadline)
+		return false;
+	if (rc == 0) {
+		m->hello_timeouts++;
+		refuse(m, p, "no hello within btl_devtcp_connect_timeout");
+	} else if (rc < 0) {
+		refuse(m, p, errno ? strerror(errno) : "closed before its hello");
+	} else {
+		hello_done(m, p);
+	}
+	return true;
+}
+
 static void pending_progress(struct devtcp_module *m, uint64_t now)
 {
 	struct devtcp_pending **pp = &m->pending;
 
 	while (*pp) {
 		struct devtcp_pending *p = *pp;
-		int rc = p->rx ? devtcp_devmem_read(m, p->rx, &p->hello, sizeof(p->hello), &p->got)
-			       : read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
 
-		if (rc == 0 && now < p->deadline) {
+		if (!pending_read(m, p, now)) {
 			pp = &p->next;
 			continue;
 		}
 		*pp = p->next;
-		if (rc == 0) {
-			m->hello_timeouts++;
-			refuse(m, p, "no hello within btl_devtcp_connect_timeout");
-		} else if (rc < 0) {
-			refuse(m, p, errno ? strerror(errno) : "closed before its hello");
-		} else {
-			hello_done(m, p);
-		}
 		pending_free(m, p);
 	}
 }
@@ -1131,7 +1376,7 @@ static void check_deadlines(struct devtcp_module *m, uint64_t now)
 			char what[128];
 
 			snprintf(what, sizeof(what), "its message's data link %u did not connect "
-				 "within %d s (btl_devtcp_connect_timeout)", ep->rx_frame.link,
+				 "within %d s (btl_devtcp_connect_timeout)", ep->crx.frame.link,
 				 2 * mca_btl_devtcp_component.connect_timeout);
 			fail_peer(m, ep, what, 0);
 		}
@@ -1164,11 +1409,8 @@ static size_t poll_set(struct devtcp_module *m)
 		m->pep = pep;
 		m->pfd_cap = want * 2;
 	}
-	/* full: new connections wait in the backlog */
-	m->pfd[0] = (struct pollfd){ .fd = m->npending < DEVTCP_MAX_PENDING ? m->ctrl_listen : -1,
-				     .events = POLLIN };
-	m->pfd[1] = (struct pollfd){ .fd = m->npending < DEVTCP_MAX_PENDING ? m->data_listen : -1,
-				     .events = POLLIN };
+	m->pfd[0] = (struct pollfd){ .fd = m->ctrl_listen, .events = POLLIN };
+	m->pfd[1] = (struct pollfd){ .fd = m->data_listen, .events = POLLIN };
 	m->pfd[2] = (struct pollfd){ .fd = devtcp_devmem_fd(m), .events = POLLIN };
 	m->pep[0] = m->pep[1] = m->pep[2] = NULL;
 	for (p = m->pending; p; p = p->next) {
@@ -1176,7 +1418,7 @@ static size_t poll_set(struct devtcp_module *m)
 		m->pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
 	}
 	for (ep = first_endpoint(m); ep; ep = ep->next) {
-		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->rx_frame.link] : ep->rx_ctrl_fd;
+		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->crx.frame.link] : ep->rx_ctrl_fd;
 
 		if (fd < 0 || ep->failed)
 			continue;
@@ -1209,12 +1451,14 @@ static int recv_all(struct devtcp_module *m)
 			hello = true;
 	if (m->pfd[2].revents && devtcp_devmem_events(m) < 0)
 		fail_all(m, "the dma-buf's binding is gone");
+	/* hellos first, so that a flood of new connections evicts none that
+	 * has one waiting */
+	if (hello)
+		pending_progress(m, now_ms());
 	if (m->pfd[0].revents)
 		accept_all(m, m->ctrl_listen);
 	if (m->pfd[1].revents)
 		accept_all(m, m->data_listen);
-	if (hello)
-		pending_progress(m, now_ms());
 	/* Endpoints are freed only at finalize, so m->pep stays valid. */
 	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && m->pep[i])

@@ -121,7 +121,7 @@ int devtcp_gpu_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			continue;
 		/* the chunk is in the staging buffer once its kernels ran */
 		ret = devmem_rx_unpack_wait(rx);
-		if (!ret)
+		if (!ret && dst)	/* NULL: a put whose region went */
 			ret = devmem_mem_read(g->stage, 0, dst + g->chunk_start,
 					      g->chunk_end - g->chunk_start);
 		if (ret)

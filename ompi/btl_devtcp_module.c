@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "opal/class/opal_bitmap.h"
@@ -23,6 +24,8 @@ static int devtcp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
 	opal_proc_t *self = opal_proc_local_get();
 	size_t i;
 
+	if (!__atomic_load_n(&m->job_size, __ATOMIC_RELAXED))	/* read by the receiving thread */
+		__atomic_store_n(&m->job_size, devtcp_job_size(), __ATOMIC_RELAXED);
 	for (i = 0; i < nprocs; i++) {
 		struct mca_btl_base_endpoint_t *ep;
 
@@ -77,8 +80,10 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	if (m->refused)
 		opal_output(0, "btl:devtcp: %s: refused %llu connection(s) that did not authenticate "
 			    "as a process of this job (%llu without a hello within "
-			    "btl_devtcp_connect_timeout)", m->ifname, (unsigned long long)m->refused,
-			    (unsigned long long)m->hello_timeouts);
+			    "btl_devtcp_connect_timeout, %llu closed for newer ones, %llu from no "
+			    "address of the job)", m->ifname, (unsigned long long)m->refused,
+			    (unsigned long long)m->hello_timeouts, (unsigned long long)m->evicted,
+			    (unsigned long long)m->strangers);
 	devtcp_verbose(5, "%s: %llu messages (%llu bytes) sent, %llu (%llu bytes) received",
 		       m->ifname, (unsigned long long)m->tx_msgs, (unsigned long long)m->tx_bytes,
 		       (unsigned long long)m->rx_msgs, (unsigned long long)m->rx_bytes);
@@ -105,6 +110,7 @@ static int devtcp_finalize(mca_btl_base_module_t *btl)
 	pthread_mutex_destroy(&m->ep_lock);
 	pthread_mutex_destroy(&m->rx_lock);
 	pthread_mutex_destroy(&m->reg_lock);
+	pthread_cond_destroy(&m->reg_cond);
 	for (int i = 0; i < c->num_modules; i++)
 		if (c->modules[i] == m) {
 			c->modules[i] = c->modules[--c->num_modules];
@@ -261,14 +267,17 @@ static int devtcp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t
 }
 
 /* A region a peer may put into (the PML's receive buffer), or one of ours
- * that a put reads (no remote access): the handle names it in put frames. */
+ * that a put reads (no remote access): the handle names it in put frames.
+ * Handles are random, never 0 and never two alike: one cannot be guessed
+ * from another. */
 static mca_btl_base_registration_handle_t *devtcp_register_mem(mca_btl_base_module_t *btl,
 							       struct mca_btl_base_endpoint_t *ep,
 							       void *base, size_t size,
 							       uint32_t flags)
 {
 	struct devtcp_module *m = (struct devtcp_module *)btl;
-	struct devtcp_reg *r = malloc(sizeof(*r));
+	struct devtcp_reg *r = calloc(1, sizeof(*r)), *o;
+	uint64_t id;
 
 	if (!r)
 		return NULL;
@@ -278,13 +287,24 @@ static mca_btl_base_registration_handle_t *devtcp_register_mem(mca_btl_base_modu
 		.remote_write = flags & MCA_BTL_REG_FLAG_REMOTE_WRITE,
 	};
 	pthread_mutex_lock(&m->reg_lock);
-	r->handle.id = ++m->reg_ids;	/* never reused: a stale handle names nothing */
+	do {
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id)) {
+			pthread_mutex_unlock(&m->reg_lock);
+			free(r);
+			return NULL;
+		}
+		for (o = m->regs; o && o->handle.id != id; o = o->next)
+			;
+	} while (!id || o);
+	r->handle.id = id;
 	r->next = m->regs;
 	m->regs = r;
 	pthread_mutex_unlock(&m->reg_lock);
 	return &r->handle;
 }
 
+/* The region goes; a put still writing into it finishes its current batch
+ * first, and the rest of its bytes are read and dropped (put_recv). */
 static int devtcp_deregister_mem(mca_btl_base_module_t *btl,
 				 mca_btl_base_registration_handle_t *handle)
 {
@@ -292,30 +312,73 @@ static int devtcp_deregister_mem(mca_btl_base_module_t *btl,
 	struct devtcp_reg *r = (struct devtcp_reg *)((char *)handle -
 						     offsetof(struct devtcp_reg, handle));
 	struct devtcp_reg **p;
+	bool pinned;
 
 	pthread_mutex_lock(&m->reg_lock);
 	for (p = &m->regs; *p && *p != r; p = &(*p)->next)
 		;
 	if (*p)
 		*p = r->next;
+	r->gone = true;
+	while (r->writing)
+		pthread_cond_wait(&m->reg_cond, &m->reg_lock);
+	pinned = r->pins;
 	pthread_mutex_unlock(&m->reg_lock);
-	free(r);
+	if (!pinned)
+		free(r);
 	return OPAL_SUCCESS;
 }
 
-/* The region registered as @handle for puts from @ep, into *r. */
-bool devtcp_region_find(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-			uint64_t handle, struct devtcp_region *r)
+/* The region registered as @handle for puts from @ep, into *r, pinned
+ * (devtcp_region_unpin) for the put that names it; NULL when there is none. */
+struct devtcp_reg *devtcp_region_pin(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
+				     uint64_t handle, struct devtcp_region *r)
 {
 	struct devtcp_reg *reg;
 
 	pthread_mutex_lock(&m->reg_lock);
 	for (reg = m->regs; reg && reg->handle.id != handle; reg = reg->next)
 		;
-	if (reg && (!reg->ep || reg->ep == ep))
+	if (reg && reg->ep && reg->ep != ep)
+		reg = NULL;
+	if (reg) {
 		*r = reg->region;
+		reg->pins++;
+	}
 	pthread_mutex_unlock(&m->reg_lock);
-	return reg && (!reg->ep || reg->ep == ep);
+	return reg;
+}
+
+void devtcp_region_unpin(struct devtcp_module *m, struct devtcp_reg *reg)
+{
+	bool free_it;
+
+	pthread_mutex_lock(&m->reg_lock);
+	free_it = !--reg->pins && reg->gone;
+	pthread_mutex_unlock(&m->reg_lock);
+	if (free_it)
+		free(reg);
+}
+
+/* A put's bytes may be written into its region now (true, until
+ * devtcp_region_write_end), or the region went (false): they are dropped. */
+bool devtcp_region_write_begin(struct devtcp_module *m, struct devtcp_reg *reg)
+{
+	bool ok;
+
+	pthread_mutex_lock(&m->reg_lock);
+	ok = !reg->gone;
+	reg->writing += ok;
+	pthread_mutex_unlock(&m->reg_lock);
+	return ok;
+}
+
+void devtcp_region_write_end(struct devtcp_module *m, struct devtcp_reg *reg)
+{
+	pthread_mutex_lock(&m->reg_lock);
+	if (!--reg->writing)
+		pthread_cond_broadcast(&m->reg_cond);
+	pthread_mutex_unlock(&m->reg_lock);
 }
 
 static void devtcp_dump(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,

@@ -3,6 +3,8 @@
 #include "btl_devtcp_wire.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *devtcp_verdict_str(enum devtcp_verdict v)
@@ -92,4 +94,52 @@ enum devtcp_verdict devtcp_put_check(const struct devtcp_put *p, uint64_t len,
 	if (p->to < r->base || p->to - r->base > r->len || len > r->len - (p->to - r->base))
 		return DEVTCP_PUT_OUTSIDE;
 	return DEVTCP_OK;
+}
+
+enum devtcp_ctrl_event devtcp_ctrl_step(struct devtcp_ctrl_rx *rx, const struct devtcp_limits *l,
+					devtcp_read_fn read, void *ctx, enum devtcp_verdict *v)
+{
+	struct devtcp_frame *f = &rx->frame;
+	int rc;
+
+	if (!rx->in_ctrl) {
+		size_t want;
+
+		rc = read(ctx, f, sizeof(*f), &rx->done);
+		if (rc <= 0)
+			return rc < 0 ? DEVTCP_CTRL_ERROR : DEVTCP_CTRL_LATER;
+		rx->done = 0;
+		*v = devtcp_frame_check(f, l);
+		if (*v != DEVTCP_OK)
+			return DEVTCP_CTRL_REFUSED;
+		if (f->flags & DEVTCP_FRAME_BYE)
+			return DEVTCP_CTRL_BYE;
+		want = f->ctrl_len > DEVTCP_CTRL_ROOM ? f->ctrl_len : DEVTCP_CTRL_ROOM;
+		if (rx->ctrl_cap < want) {
+			unsigned char *p = realloc(rx->ctrl, want);
+
+			if (!p) {
+				errno = ENOMEM;
+				return DEVTCP_CTRL_ERROR;
+			}
+			rx->ctrl = p;
+			rx->ctrl_cap = want;
+		}
+		rx->in_ctrl = true;
+	}
+	rc = read(ctx, rx->ctrl, f->ctrl_len, &rx->done);
+	if (rc <= 0)
+		return rc < 0 ? DEVTCP_CTRL_ERROR : DEVTCP_CTRL_LATER;
+	rx->done = 0;
+	rx->in_ctrl = false;
+	if (f->ctrl_len < DEVTCP_CTRL_ROOM)	/* no stale header bytes */
+		memset(rx->ctrl + f->ctrl_len, 0, DEVTCP_CTRL_ROOM - f->ctrl_len);
+	return f->flags & DEVTCP_FRAME_PUT ? DEVTCP_CTRL_PUT : DEVTCP_CTRL_MESSAGE;
+}
+
+void devtcp_ctrl_free(struct devtcp_ctrl_rx *rx)
+{
+	free(rx->ctrl);
+	rx->ctrl = NULL;
+	rx->ctrl_cap = 0;
 }

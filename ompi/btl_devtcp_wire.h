@@ -127,4 +127,38 @@ enum devtcp_verdict devtcp_frame_check(const struct devtcp_frame *f, const struc
 enum devtcp_verdict devtcp_put_check(const struct devtcp_put *p, uint64_t len,
 				     const struct devtcp_region *r);
 
+/*
+ * The control connection's reader: a frame, checked, then its control
+ * part, in a buffer of at least DEVTCP_CTRL_ROOM bytes that is zero past
+ * the part (the PML reads its header's fixed fields without a length).
+ * Bytes come from read(ctx, dst, want, done), which adds what there is to
+ * *done and returns 1 when want bytes are in, 0 when more must wait, -1
+ * on an error or at EOF (errno; 0 for EOF). Pure: the endpoint reads its
+ * socket through it, the fuzzer a byte string.
+ */
+#define DEVTCP_CTRL_ROOM 256	/* ob1's longest fixed header is under 100 */
+
+struct devtcp_ctrl_rx {
+	bool in_ctrl;			/* reading a control part, else a frame */
+	size_t done;			/* bytes of it in */
+	struct devtcp_frame frame;	/* the current message's */
+	unsigned char *ctrl;		/* its control part */
+	size_t ctrl_cap;
+};
+
+enum devtcp_ctrl_event {
+	DEVTCP_CTRL_ERROR = -1,	/* read failed or EOF (errno), or no memory */
+	DEVTCP_CTRL_LATER,	/* the rest has not arrived */
+	DEVTCP_CTRL_REFUSED,	/* a frame failed devtcp_frame_check: *v */
+	DEVTCP_CTRL_BYE,	/* the sender closes */
+	DEVTCP_CTRL_MESSAGE,	/* frame and control part in; data_len bytes on its link */
+	DEVTCP_CTRL_PUT,	/* frame and struct devtcp_put in; data_len bytes on its link */
+};
+
+typedef int (*devtcp_read_fn)(void *ctx, void *dst, size_t want, size_t *done);
+
+enum devtcp_ctrl_event devtcp_ctrl_step(struct devtcp_ctrl_rx *rx, const struct devtcp_limits *l,
+					devtcp_read_fn read, void *ctx, enum devtcp_verdict *v);
+void devtcp_ctrl_free(struct devtcp_ctrl_rx *rx);
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Seed corpus of the wire fuzzer: byte 0 picks the check (0 hello, 1
-frame, 2 put), then what fuzz_wire.c reads. The hellos carry a correct MAC
+frame, 2 put, 3 control stream), then what fuzz_wire.c reads. The hellos carry a correct MAC
 under the fuzzer's key, so the accepting path is reached."""
 import hashlib
 import hmac
@@ -45,3 +45,9 @@ put("frame_short", b"\1" + frame(0xee, 0, 0, 0, 0) + limits)
 put("put_in", b"\2" + struct.pack("=QQQQQB", 1, 0x10100, 256, 0x10000, 4096, 3))
 put("put_out", b"\2" + struct.pack("=QQQQQB", 1, 0x10f00, 512, 0x10000, 4096, 3))
 put("put_wrap", b"\2" + struct.pack("=QQQQQB", 1, 2**64 - 8, 16, 0x10000, 4096, 3))
+# control streams: limits, how (piece size, EOF bit), then frames
+msg = frame(65, 0, 0, 20, 0) + bytes(range(20))
+putf = frame(0, 2, 1, 16, 4096) + struct.pack("=QQ", 1, 0x10000)
+put("stream_msgs", b"\3" + limits + b"\x0f" + msg + putf + msg + frame(0, 1, 0, 0, 0))
+put("stream_bytes", b"\3" + limits + b"\x80" + msg + msg)
+put("stream_bad", b"\3" + limits + b"\x07" + msg + frame(0xee, 0, 0, 8, 0) + bytes(8))

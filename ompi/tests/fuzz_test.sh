@@ -1,8 +1,9 @@
 #!/bin/bash
-# Fuzzes btl/devtcp's hello and frame checks with libFuzzer (clang, ASan,
-# UBSan) for a bounded time (OMPI_FUZZ_SECONDS, default 20) from the corpus
-# in the tree (ompi/fuzz/corpus); any crash, sanitizer report or broken
-# invariant fails. `make -C ompi fuzz` runs it longer.
+# Fuzzes btl/devtcp's hello and frame checks and its control-connection
+# reader (devtcp_ctrl_step) with libFuzzer (clang, ASan, UBSan) for a
+# bounded time (OMPI_FUZZ_SECONDS, default 20) from the corpus in the tree
+# (ompi/fuzz/corpus); any crash, sanitizer report or broken invariant
+# fails. `make -C ompi fuzz` runs it longer.
 set -u
 cd "$(dirname "$0")/../fuzz" || exit 1
 clang=$(command -v clang-14 || command -v clang) ||

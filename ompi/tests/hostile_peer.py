@@ -3,16 +3,18 @@
 """A stranger on a btl/devtcp rank's ports (ompi/tests/hostile_test.sh).
 
    hostile_peer.py HOST CTRL_PORT DATA_PORT JOBID TIMEOUT
+   hostile_peer.py flood HOST CTRL_PORT DATA_PORT STOP   (see flood())
 
 Opens, all at once: hellos that claim rank 1 in the old wire format
 (version 2) followed by a frame of an unregistered tag with no control
 part, a short control part, a put to a raw address; a hello in the
 current format with a forged MAC followed by the same frames; a hello
 claiming a rank that is not in the job; and 70 connections that say
-nothing (more than the 64 a rank keeps pending). Every one of them must
-be closed by the rank within 2 * TIMEOUT + 5 seconds (the idle ones wait
-in the backlog for a pending slot); the rank's side of the accepted ones
-must have TCP keepalive on, and at most 64 of them may be accepted at once. Prints one line per finding; exits 1 on any.
+nothing (more than the 16 a rank keeps pending from one address). Every
+one of them must be closed by the rank within 2 * TIMEOUT + 5 seconds;
+the rank's side of the accepted ones must have TCP keepalive on, and at
+most 16 of them may wait for their hello at once. Prints one line per
+finding; exits 1 on any.
 """
 import os
 import select
@@ -22,6 +24,51 @@ import subprocess
 import sys
 import time
 
+
+
+def flood(host, ctrl_port, data_port, stop):
+    """Holds 200 idle connections to the rank's ports (150 to the control
+    port, 50 to the data port), from 127.0.0.1 (a published address of the
+    job's) and 127.0.0.2 (none), opening a new one for each the rank closes,
+    until the file STOP exists. Prints how many it opened and the rank
+    closed."""
+    import selectors
+    sel = selectors.DefaultSelector()
+    opened = closed = 0
+
+    def open_one(i):
+        nonlocal opened
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.bind((f"127.0.0.{1 + i % 2}", 0))
+        s.connect_ex((host, ctrl_port if i < 150 else data_port))
+        sel.register(s, selectors.EVENT_READ, i)
+        opened += 1
+
+    for i in range(200):
+        open_one(i)
+    print(f"flood: holding 200 connections", flush=True)
+    while not os.path.exists(stop):
+        time.sleep(0.05)  # reconnect at most 20 times a second each
+        for key, _ in sel.select(0.1):
+            s = key.fileobj
+            try:
+                if s.recv(4096):
+                    continue
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass
+            sel.unregister(s)
+            s.close()
+            closed += 1
+            open_one(key.data)
+    print(f"flood: opened {opened} connections, the rank closed {closed}", flush=True)
+    sys.exit(0 if opened >= 200 else 1)
+
+
+if sys.argv[1] == "flood":
+    flood(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
 host, ctrl_port, data_port, jobid, timeout = sys.argv[1], int(sys.argv[2]), \
     int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 MAGIC = 0x64747062
@@ -90,11 +137,12 @@ time.sleep(1)
 ss = subprocess.run(["ss", "-tnoH", "state", "established", f"( sport = :{ctrl_port} )"],
                     capture_output=True, text=True).stdout
 keepalive = sum("keepalive" in line for line in ss.splitlines())
-if keepalive > 64:
-    fail(f"{keepalive} connections accepted at once without a hello: more than 64")
+if keepalive > 16:
+    fail(f"{keepalive} connections from one address accepted at once without a hello: "
+         "more than 16")
 elif keepalive:
-    print(f"ok: {keepalive} accepted connections have TCP keepalive on (at most 64 "
-          "wait for their hello, the rest in the backlog)", flush=True)
+    print(f"ok: {keepalive} accepted connections have TCP keepalive on (at most 16 "
+          "from one address wait for their hello, older ones are closed)", flush=True)
 else:
     fail("no accepted connection has TCP keepalive on:\n" + ss[:500])
 

@@ -12,8 +12,10 @@
 # 0xee, one with no control part, a put to a raw address, messages on data
 # links whose hellos it never sent, and connects from an address it did
 # not publish; rank 0 must refuse each with its reason, without a crash
-# or a wait beyond btl_devtcp_connect_timeout. Last, the network dies
-# under a job: it must end within btl_devtcp_peer_timeout. About 40 s.
+# or a wait beyond btl_devtcp_connect_timeout. A flood of 200 idle
+# connections, each reopened as it is closed, must not keep rank 1 from
+# connecting (hostile_peer.py flood). Last, the network dies
+# under a job: it must end within btl_devtcp_peer_timeout. About 30 s.
 # DEVTCP_SAN=1 runs it all with the component under ASan and UBSan.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -39,7 +41,12 @@ root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 tmp=$(mktemp -d)
 mpirun_pid=
-cleanup() { [ -n "$mpirun_pid" ] && kill "$mpirun_pid" 2> /dev/null; rm -rf "$tmp"; }
+flood_pid=
+cleanup() {
+	[ -n "$mpirun_pid" ] && kill "$mpirun_pid" 2> /dev/null
+	[ -n "$flood_pid" ] && kill "$flood_pid" 2> /dev/null
+	rm -rf "$tmp"
+}
 trap cleanup EXIT
 fails=0
 ok() { echo "ok: $*"; }
@@ -87,6 +94,57 @@ else
 	bad "rank 0 counted '${refused}' refused connections at finalize, not at least 77"
 fi
 
+# A flood: 200 idle connections to rank 0's ports, each reopened as the
+# rank closes it, half from 127.0.0.1 (the ranks' address) and half from
+# 127.0.0.2 (no rank's), while rank 1 first connects to rank 0. The job
+# must complete within 30 s of the go, every byte right: rank 0 never
+# stops accepting, refuses 127.0.0.2 at once and keeps at most 16
+# connections without a hello from 127.0.0.1, the oldest closed first,
+# while the connector's connect() is bounded anyway.
+rm -f "$tmp/go" "$tmp/stop"
+timeout 120 mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
+	--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 5 \
+	--mca btl_devtcp_connect_timeout 2 ${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" \
+	selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
+mpirun_pid=$!
+for _ in $(seq 300); do
+	grep -q "^\[1,0\]<stdout>:ready:" "$tmp/out" && break
+	kill -0 $mpirun_pid 2> /dev/null || break
+	sleep 0.1
+done
+ports=$(sed -n 's/^\[1,0\]<stderr>:.*btl:devtcp: lo 127.0.0.1\/[0-9]*: control port \([0-9]*\), data port \([0-9]*\),.*/\1 \2/p' "$tmp/out")
+[ -n "$ports" ] || { echo "FAIL: flood: rank 0 did not say its ports"; tail -20 "$tmp/out"; exit 1; }
+python3 ompi/tests/hostile_peer.py flood 127.0.0.1 $ports "$tmp/stop" > "$tmp/flood" 2>&1 &
+flood_pid=$!
+for _ in $(seq 50); do grep -q "holding" "$tmp/flood" && break; sleep 0.1; done
+sleep 3	# rank 0's pending connections and backlog as full as they get
+touch "$tmp/go"
+start=$SECONDS
+for _ in $(seq 300); do kill -0 $mpirun_pid 2> /dev/null || break; sleep 0.1; done
+took=$((SECONDS - start))
+kill $mpirun_pid 2> /dev/null
+wait $mpirun_pid
+rc=$?
+mpirun_pid=
+touch "$tmp/stop"
+wait $flood_pid || bad "flood: the flooder could not hold its connections: $(cat "$tmp/flood")"
+out=$(cat "$tmp/out")
+if [ $rc = 0 ] && grep -q "^\[1,0\]<stdout>:ok: 12 checks, 0 failures" <<< "$out"; then
+	ok "flood: the job completed ${took} s after rank 1 started, under $(tail -1 "$tmp/flood")"
+else
+	bad "flood: the job did not complete within 30 s of the go (exit $rc; $(tail -1 "$tmp/flood")):"
+	sed 's/^/  /' <<< "$out" | tail -8
+fi
+grep -qiE "segmentation|signal [0-9]|core dumped|Sanitizer|runtime error" <<< "$out" && bad "flood: a rank crashed"
+line=$(grep -o "refused [0-9]* connection(s) that did not authenticate.*" <<< "$out" | head -1)
+evicted=$(sed -n 's/.* \([0-9]*\) closed for newer ones.*/\1/p' <<< "$line")
+strangers=$(sed -n 's/.* \([0-9]*\) from no address of the job.*/\1/p' <<< "$line")
+if [ "${evicted:-0}" -gt 0 ] && [ "${strangers:-0}" -gt 0 ]; then
+	ok "flood: rank 0 $line"
+else
+	bad "flood: rank 0 neither closed old connections for new ones nor refused strangers at once: '$line'"
+fi
+
 gcc -std=gnu11 -Wall -Wextra -Werror -shared -fPIC -o "$tmp/rogue.so" ompi/tests/rogue_rank.c -ldl ||
 	{ echo "FAIL: rogue_rank.c does not build"; exit 1; }
 touch "$tmp/go"
@@ -102,7 +160,9 @@ rogue() {
 		"${san[@]}" -x ROGUE_MODE="$mode" \
 		selftests/ompi/mpi_hostile "$tmp/go" 2>&1)
 	rc=$?
-	if grep -qiE "segmentation|signal [0-9]|core dumped|Sanitizer|runtime error" <<< "$out"; then
+	# (mpirun, ended by the timeout, says "Forwarding signal 18 to job")
+	if grep -v "Forwarding signal" <<< "$out" |
+	   grep -qiE "segmentation|signal [0-9]|core dumped|Sanitizer|runtime error"; then
 		bad "rogue rank 1 ($mode): a rank crashed:"; sed 's/^/  /' <<< "$out" | tail -10
 	elif [ $rc = 124 ] && [ "$mode" != srcaddr ]; then
 		bad "rogue rank 1 ($mode): the job hung:"; sed 's/^/  /' <<< "$out" | tail -10
@@ -117,7 +177,7 @@ rogue tag "peer [0-9]*\.1 (.*): refused a message: message tag nobody receives (
 rogue short "peer [0-9]*\.1 (.*): refused a message: control length out of range"
 rogue put "peer [0-9]*\.1 (.*): refused a message: put beyond its registered region"
 rogue nolink "peer [0-9]*\.1 (.*): its message's data link 0 did not connect within 4 s"
-rogue srcaddr "refused a connection from 127.0.0.2 port [0-9]*: claims to be [0-9]*\.1, whose published addresses it does not come from"
+rogue srcaddr "refused a connection from 127.0.0.2 port [0-9]*: not from an address of the job's processes"
 
 # The network dies under a running job (lo goes down in a network
 # namespace of the job's own): with btl_devtcp_peer_timeout 3, rank 0's
