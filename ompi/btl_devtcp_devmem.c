@@ -370,6 +370,12 @@ static bool peer_is_local(int fd)
 	return ok;
 }
 
+/* The dma-buf id in the cmsgs of what lands in our dma-buf. */
+static uint32_t dmabuf_id(const struct devtcp_devmem *d)
+{
+	return d->rdpm ? d->rb.dmabuf_id : devmem_binding_id(d->binding);
+}
+
 /*
  * A connection accepted on the data port: its bytes, the hello included,
  * land in the dma-buf unless the peer is local. Until its hello
@@ -386,8 +392,11 @@ int devtcp_devmem_accept(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 	if (!m->devmem || peer_is_local(fd))
 		return OPAL_SUCCESS;
 	if (setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp)) < 0 ||
-	    devmem_rx_open(rx, fd, sizeof(struct devtcp_hello))) {
+	    devmem_rx_open(rx, fd, sizeof(struct devtcp_hello)) ||
+	    devmem_rx_set_buffer(*rx, dmabuf_id(m->devmem), devmem_mem_size(m->devmem->mem))) {
 		devtcp_verbose(1, "devmem: a data link's hello: %s", devmem_last_error());
+		devmem_rx_close(*rx);
+		*rx = NULL;
 		return OPAL_ERROR;
 	}
 	return OPAL_SUCCESS;
@@ -456,8 +465,14 @@ int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 	if (!links)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	d->links = links;
+	/* libdevmem refuses any fragment outside our dma-buf, for the copy and
+	 * the GPU unpack paths alike */
 	if (devmem_rx_open(&full, fd, 1 << 20))
 		return devmem_error("cannot receive on a data link");
+	if (devmem_rx_set_buffer(full, dmabuf_id(d), devmem_mem_size(d->mem))) {
+		devmem_rx_close(full);
+		return devmem_error("cannot receive on a data link");
+	}
 	/* the accept's clamp off; devmem_rx_limit_window sets the share's */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &open, sizeof(open)) < 0) {
 		devmem_rx_close(full);
@@ -491,12 +506,6 @@ void devtcp_devmem_unlink(struct devtcp_module *m, int fd)
 			d->links[i] = d->links[--d->nlinks];
 			break;
 		}
-}
-
-/* The dma-buf id in the cmsgs of what lands in our dma-buf. */
-static uint32_t dmabuf_id(const struct devtcp_devmem *d)
-{
-	return d->rdpm ? d->rb.dmabuf_id : devmem_binding_id(d->binding);
 }
 
 /*

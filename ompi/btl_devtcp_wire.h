@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "btl_devtcp_sha256.h"
+#include "sha256.h"
 
 #define DEVTCP_KEY_LEN 32	/* a rank's secret, published in the modex */
 #define DEVTCP_NONCE_LEN 16
@@ -36,7 +36,7 @@ struct devtcp_hello {
 	uint32_t to_jobid;	/* the acceptor it means */
 	uint32_t to_vpid;
 	uint8_t nonce[DEVTCP_NONCE_LEN];
-	uint8_t mac[DEVTCP_SHA256_LEN];
+	uint8_t mac[SHA256_LEN];
 };
 
 /* A TCP connection's ends as its opener sees them (addresses and ports in
@@ -110,7 +110,7 @@ const char *devtcp_verdict_str(enum devtcp_verdict v);
 /* The MAC a hello must carry: HMAC-SHA256(key, every field of h but mac,
  * then the tuple). */
 void devtcp_hello_mac(const uint8_t key[DEVTCP_KEY_LEN], const struct devtcp_hello *h,
-		      const struct devtcp_tuple *t, uint8_t mac[DEVTCP_SHA256_LEN]);
+		      const struct devtcp_tuple *t, uint8_t mac[SHA256_LEN]);
 
 /* Checks a received hello: the format, that it is meant for (jobid, vpid),
  * then its MAC under key for the connection t. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104): what the handshakes
- * (auth.c) prove knowledge of the job's secret with. Small and portable;
- * speed does not matter for a few messages per connection.
+ * SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), with which the
+ * handshakes of libdevcoll and btl/devtcp prove knowledge of a job's
+ * secret. Small and portable; speed does not matter for a few messages per
+ * connection.
  */
 #include <string.h>
 #include "sha256.h"
@@ -23,7 +24,7 @@ static uint32_t ror(uint32_t x, int n)
 	return (x >> n) | (x << (32 - n));
 }
 
-static void block(struct dc_sha256 *s, const uint8_t *p)
+static void block(struct sha256 *s, const uint8_t *p)
 {
 	uint32_t w[64], a, b, c, d, e, f, g, h;
 
@@ -45,7 +46,7 @@ static void block(struct dc_sha256 *s, const uint8_t *p)
 	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
 }
 
-void dc_sha256_init(struct dc_sha256 *s)
+void sha256_init(struct sha256 *s)
 {
 	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
@@ -54,7 +55,7 @@ void dc_sha256_init(struct dc_sha256 *s)
 	s->len = 0;
 }
 
-void dc_sha256_update(struct dc_sha256 *s, const void *data, size_t n)
+void sha256_update(struct sha256 *s, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 
@@ -70,7 +71,7 @@ void dc_sha256_update(struct dc_sha256 *s, const void *data, size_t n)
 	}
 }
 
-void dc_sha256_final(struct dc_sha256 *s, uint8_t out[DC_SHA256_LEN])
+void sha256_final(struct sha256 *s, uint8_t out[SHA256_LEN])
 {
 	uint64_t bits = s->len * 8;
 	uint8_t pad[72] = { 0x80 };
@@ -78,49 +79,50 @@ void dc_sha256_final(struct dc_sha256 *s, uint8_t out[DC_SHA256_LEN])
 
 	for (int i = 0; i < 8; i++)
 		pad[n + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
-	dc_sha256_update(s, pad, n + 8);
+	sha256_update(s, pad, n + 8);
 	for (int i = 0; i < 8; i++)
 		for (int j = 0; j < 4; j++)
 			out[4 * i + j] = (uint8_t)(s->h[i] >> (24 - 8 * j));
 }
 
-void dc_hmac_init(struct dc_hmac *m, const void *key, size_t klen)
+void hmac_sha256_init(struct hmac_sha256 *m, const void *key, size_t klen)
 {
 	uint8_t k[64] = { 0 }, pad[64];
 
 	if (klen > 64) {
-		dc_sha256_init(&m->inner);
-		dc_sha256_update(&m->inner, key, klen);
-		dc_sha256_final(&m->inner, k);
+		sha256_init(&m->inner);
+		sha256_update(&m->inner, key, klen);
+		sha256_final(&m->inner, k);
 	} else {
 		memcpy(k, key, klen);
 	}
 	for (int i = 0; i < 64; i++)
 		pad[i] = k[i] ^ 0x36;
-	dc_sha256_init(&m->inner);
-	dc_sha256_update(&m->inner, pad, 64);
+	sha256_init(&m->inner);
+	sha256_update(&m->inner, pad, 64);
 	for (int i = 0; i < 64; i++)
 		pad[i] = k[i] ^ 0x5c;
-	dc_sha256_init(&m->outer);
-	dc_sha256_update(&m->outer, pad, 64);
+	sha256_init(&m->outer);
+	sha256_update(&m->outer, pad, 64);
 }
 
-void dc_hmac_update(struct dc_hmac *m, const void *data, size_t n)
+void hmac_sha256_update(struct hmac_sha256 *m, const void *data, size_t n)
 {
-	dc_sha256_update(&m->inner, data, n);
+	sha256_update(&m->inner, data, n);
 }
 
-void dc_hmac_final(struct dc_hmac *m, uint8_t out[DC_SHA256_LEN])
+void hmac_sha256_final(struct hmac_sha256 *m, uint8_t out[SHA256_LEN])
 {
-	uint8_t ih[DC_SHA256_LEN];
+	uint8_t ih[SHA256_LEN];
 
-	dc_sha256_final(&m->inner, ih);
-	dc_sha256_update(&m->outer, ih, sizeof(ih));
-	dc_sha256_final(&m->outer, out);
+	sha256_final(&m->inner, ih);
+	sha256_update(&m->outer, ih, sizeof(ih));
+	sha256_final(&m->outer, out);
 }
 
-bool dc_mac_equal(const uint8_t *a, const uint8_t *b, size_t n)
+bool mac_equal(const void *a_, const void *b_, size_t n)
 {
+	const uint8_t *a = a_, *b = b_;
 	uint8_t d = 0;
 
 	for (size_t i = 0; i < n; i++)	/* constant time: no early exit */
