@@ -40,7 +40,10 @@ static inline int devtcp_modex_recv_now(const mca_base_component_t *c,
 	*d = NULL;
 	*sz = 0;
 #if OPAL_MAJOR_VERSION >= 5
-	OPAL_MODEX_RECV_IMMEDIATE(rc, c, name, (char **)d, sz);
+	uint8_t *bytes = NULL;	/* what Open MPI 5's macro stores */
+
+	OPAL_MODEX_RECV_IMMEDIATE(rc, c, name, &bytes, sz);
+	*d = bytes;
 #else
 	char *key = mca_base_component_to_string(c);
 	opal_byte_object_t *bo = NULL;
