@@ -52,7 +52,7 @@ struct dc_reg {
 	uint32_t magic, rank, size, pad;
 	uint8_t cnonce[DC_NONCE_LEN];	/* the table's MAC covers it */
 	struct sockaddr_storage sa;	/* where the rank listens */
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 };
 /* Rank 0's answer: this, the endpoints, their MAC. */
 struct dc_table_hdr {
@@ -63,7 +63,7 @@ struct dc_table_hdr {
 struct dc_hello {
 	uint32_t magic, from, idx, to;
 	uint64_t id;
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 };
 struct dc_hello_want {
 	uint64_t id;
@@ -83,7 +83,7 @@ int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		   struct dc_hello *out, const char **why);
 void dc_table_mac(const uint8_t key[DC_KEY_LEN], const uint8_t cnonce[DC_NONCE_LEN],
 		  const struct dc_table_hdr *t, const struct sockaddr_storage *eps,
-		  uint8_t out[SHA256_LEN]);
+		  uint8_t out[DEVTCP_SHA256_LEN]);
 /* 0 when a received data header is well-formed; else -EPROTO and @why. */
 int dc_wire_hdr_check(const struct wire_hdr *h, const char **why);
 

@@ -25,12 +25,12 @@
 
 void dc_key_of(const void *s, size_t len, uint8_t key[DC_KEY_LEN])
 {
-	struct sha256 h;
+	struct devtcp_sha256 h;
 
-	sha256_init(&h);
-	sha256_update(&h, "devcoll job secret", sizeof("devcoll job secret"));
-	sha256_update(&h, s, len);
-	sha256_final(&h, key);
+	devtcp_sha256_init(&h);
+	devtcp_sha256_update(&h, "devcoll job secret", sizeof("devcoll job secret"));
+	devtcp_sha256_update(&h, s, len);
+	devtcp_sha256_final(&h, key);
 }
 
 int dc_random(void *buf, size_t n)

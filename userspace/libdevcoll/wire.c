@@ -15,15 +15,15 @@
 
 /* The HMAC of @label, @nonce and @len bytes of @msg under @key. */
 static void mac_of(const uint8_t key[DC_KEY_LEN], const char *label, const uint8_t *nonce,
-		   const void *msg, size_t len, uint8_t out[SHA256_LEN])
+		   const void *msg, size_t len, uint8_t out[DEVTCP_SHA256_LEN])
 {
-	struct hmac_sha256 m;
+	struct devtcp_hmac_sha256 m;
 
-	hmac_sha256_init(&m, key, DC_KEY_LEN);
-	hmac_sha256_update(&m, label, strlen(label) + 1);
-	hmac_sha256_update(&m, nonce, DC_NONCE_LEN);
-	hmac_sha256_update(&m, msg, len);
-	hmac_sha256_final(&m, out);
+	devtcp_hmac_sha256_init(&m, key, DC_KEY_LEN);
+	devtcp_hmac_sha256_update(&m, label, strlen(label) + 1);
+	devtcp_hmac_sha256_update(&m, nonce, DC_NONCE_LEN);
+	devtcp_hmac_sha256_update(&m, msg, len);
+	devtcp_hmac_sha256_final(&m, out);
 }
 
 void dc_reg_sign(struct dc_reg *r, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
@@ -34,7 +34,7 @@ void dc_reg_sign(struct dc_reg *r, const uint8_t key[DC_KEY_LEN], const uint8_t 
 int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		 const uint8_t nonce[DC_NONCE_LEN], int size, struct dc_reg *out, const char **why)
 {
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 
 	if (len != sizeof(*out)) {
 		*why = "not a registration (wrong length)";
@@ -47,7 +47,7 @@ int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 	}
 	memcpy(mac, out->mac, sizeof(mac));
 	dc_reg_sign(out, key, nonce);
-	if (!mac_equal(mac, out->mac, SHA256_LEN)) {
+	if (!devtcp_mac_equal(mac, out->mac, DEVTCP_SHA256_LEN)) {
 		*why = "a registration without the job's secret";
 		return -EACCES;
 	}
@@ -72,7 +72,7 @@ int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		   const uint8_t nonce[DC_NONCE_LEN], const struct dc_hello_want *want,
 		   struct dc_hello *out, const char **why)
 {
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 
 	if (len != sizeof(*out)) {
 		*why = "not a hello (wrong length)";
@@ -85,7 +85,7 @@ int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 	}
 	memcpy(mac, out->mac, sizeof(mac));
 	dc_hello_sign(out, key, nonce);
-	if (!mac_equal(mac, out->mac, SHA256_LEN)) {
+	if (!devtcp_mac_equal(mac, out->mac, DEVTCP_SHA256_LEN)) {
 		*why = "a hello without the job's secret";
 		return -EACCES;
 	}
@@ -103,16 +103,16 @@ int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 
 void dc_table_mac(const uint8_t key[DC_KEY_LEN], const uint8_t cnonce[DC_NONCE_LEN],
 		  const struct dc_table_hdr *t, const struct sockaddr_storage *eps,
-		  uint8_t out[SHA256_LEN])
+		  uint8_t out[DEVTCP_SHA256_LEN])
 {
-	struct hmac_sha256 m;
+	struct devtcp_hmac_sha256 m;
 
-	hmac_sha256_init(&m, key, DC_KEY_LEN);
-	hmac_sha256_update(&m, "devcoll table", sizeof("devcoll table"));
-	hmac_sha256_update(&m, cnonce, DC_NONCE_LEN);
-	hmac_sha256_update(&m, t, sizeof(*t));
-	hmac_sha256_update(&m, eps, t->size * sizeof(*eps));
-	hmac_sha256_final(&m, out);
+	devtcp_hmac_sha256_init(&m, key, DC_KEY_LEN);
+	devtcp_hmac_sha256_update(&m, "devcoll table", sizeof("devcoll table"));
+	devtcp_hmac_sha256_update(&m, cnonce, DC_NONCE_LEN);
+	devtcp_hmac_sha256_update(&m, t, sizeof(*t));
+	devtcp_hmac_sha256_update(&m, eps, t->size * sizeof(*eps));
+	devtcp_hmac_sha256_final(&m, out);
 }
 
 int dc_wire_hdr_check(const struct wire_hdr *h, const char **why)

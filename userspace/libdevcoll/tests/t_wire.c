@@ -27,35 +27,35 @@ static void vectors(void)
 {
 	uint8_t d[32], key[20];
 	char h[65];
-	struct sha256 s;
-	struct hmac_sha256 m;
+	struct devtcp_sha256 s;
+	struct devtcp_hmac_sha256 m;
 
-	sha256_init(&s);
-	sha256_update(&s, "abc", 3);
-	sha256_final(&s, d);
+	devtcp_sha256_init(&s);
+	devtcp_sha256_update(&s, "abc", 3);
+	devtcp_sha256_final(&s, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
 	       "SHA-256(\"abc\") (FIPS 180-2)");
 	char a[1000];
 
 	memset(a, 'a', sizeof(a));
-	sha256_init(&s);
+	devtcp_sha256_init(&s);
 	for (int i = 0; i < 1000; i++)
-		sha256_update(&s, a, sizeof(a));
-	sha256_final(&s, d);
+		devtcp_sha256_update(&s, a, sizeof(a));
+	devtcp_sha256_final(&s, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
 	       "SHA-256 of a million 'a's, in 1000-byte pieces");
 	memset(key, 0x0b, sizeof(key));
-	hmac_sha256_init(&m, key, sizeof(key));
-	hmac_sha256_update(&m, "Hi There", 8);
-	hmac_sha256_final(&m, d);
+	devtcp_hmac_sha256_init(&m, key, sizeof(key));
+	devtcp_hmac_sha256_update(&m, "Hi There", 8);
+	devtcp_hmac_sha256_final(&m, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
 	       "HMAC-SHA-256 (RFC 4231 case 1)");
-	hmac_sha256_init(&m, "Jefe", 4);
-	hmac_sha256_update(&m, "what do ya want for nothing?", 28);
-	hmac_sha256_final(&m, d);
+	devtcp_hmac_sha256_init(&m, "Jefe", 4);
+	devtcp_hmac_sha256_update(&m, "what do ya want for nothing?", 28);
+	devtcp_hmac_sha256_final(&m, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
 	       "HMAC-SHA-256 (RFC 4231 case 2)");
