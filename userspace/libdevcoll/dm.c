@@ -819,13 +819,8 @@ ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, si
 	if (d->gpu)
 		return gpu_recv(c, d, k, dst, a, len, red, es);
 	n = devmem_rx_recv_exact(k->drx, len, d->frags, DM_MAXFRAGS, &nf, d->linear, DM_LINEAR);
-	if (n <= 0) {
-		/* a stream cut mid-way leaves what came of it with us */
-		for (unsigned int i = 0; i < nf; i++)
-			devmem_rx_release(k->drx, &d->frags[i]);
-		devmem_rx_flush(k->drx);
-		return n;
-	}
+	if (n <= 0)
+		return n;	/* a failed receive leaves no fragment with us */
 	for (unsigned int i = 0; i < nf; i++) {
 		const struct devmem_frag *f = &d->frags[i];
 		const char *src = f->linear ? f->linear : d->map + f->offset;
