@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "greet.h"
 
 int dc_parse_addr(const char *s, bool need_port, const char *what,
 		  struct sockaddr_storage *sa, socklen_t *len)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "greet.h"
 
 #define GREET_PENDING 64	/* connections answering at once */
 #define GREET_ANSWER_MS 5000	/* to answer a challenge */

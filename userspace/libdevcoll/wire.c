@@ -26,31 +26,72 @@ static void mac_of(const uint8_t key[DC_KEY_LEN], const char *label, const uint8
 	devtcp_hmac_sha256_final(&m, out);
 }
 
+/* A signed set-up message: the label its MAC covers, where the MAC is,
+ * and what to say when it is not one. */
+struct signed_msg {
+	const char *label;
+	size_t size, mac_at;
+	const char *wrong_len, *bad_magic, *no_secret;
+};
+
+static const struct signed_msg REG = {
+	"devcoll registration", sizeof(struct dc_reg), offsetof(struct dc_reg, mac),
+	"not a registration (wrong length)", "not a registration (bad magic)",
+	"a registration without the job's secret",
+};
+static const struct signed_msg HELLO = {
+	"devcoll hello", sizeof(struct dc_hello), offsetof(struct dc_hello, mac),
+	"not a hello (wrong length)", "not a hello (bad magic)",
+	"a hello without the job's secret",
+};
+
+static void sign(const struct signed_msg *k, void *msg, const uint8_t key[DC_KEY_LEN],
+		 const uint8_t nonce[DC_NONCE_LEN])
+{
+	mac_of(key, k->label, nonce, msg, k->mac_at, (uint8_t *)msg + k->mac_at);
+}
+
+/* Copies @buf (@len bytes) into @out if it is a message of @k that starts
+ * with AUTH_MAGIC and carries the MAC of @key over @nonce: 0, else -EPROTO
+ * or -EACCES and @why. */
+static int check_signed(const struct signed_msg *k, const void *buf, size_t len,
+			const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN],
+			void *out, const char **why)
+{
+	uint8_t mac[DEVTCP_SHA256_LEN];
+	uint32_t magic;
+
+	if (len != k->size) {
+		*why = k->wrong_len;
+		return -EPROTO;
+	}
+	memcpy(out, buf, k->size);
+	memcpy(&magic, out, sizeof(magic));
+	if (magic != AUTH_MAGIC) {
+		*why = k->bad_magic;
+		return -EPROTO;
+	}
+	memcpy(mac, (uint8_t *)out + k->mac_at, sizeof(mac));
+	sign(k, out, key, nonce);
+	if (!devtcp_mac_equal(mac, (uint8_t *)out + k->mac_at, DEVTCP_SHA256_LEN)) {
+		*why = k->no_secret;
+		return -EACCES;
+	}
+	return 0;
+}
+
 void dc_reg_sign(struct dc_reg *r, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
 {
-	mac_of(key, "devcoll registration", nonce, r, offsetof(struct dc_reg, mac), r->mac);
+	sign(&REG, r, key, nonce);
 }
 
 int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		 const uint8_t nonce[DC_NONCE_LEN], int size, struct dc_reg *out, const char **why)
 {
-	uint8_t mac[DEVTCP_SHA256_LEN];
+	int ret = check_signed(&REG, buf, len, key, nonce, out, why);
 
-	if (len != sizeof(*out)) {
-		*why = "not a registration (wrong length)";
-		return -EPROTO;
-	}
-	memcpy(out, buf, sizeof(*out));
-	if (out->magic != AUTH_MAGIC) {
-		*why = "not a registration (bad magic)";
-		return -EPROTO;
-	}
-	memcpy(mac, out->mac, sizeof(mac));
-	dc_reg_sign(out, key, nonce);
-	if (!devtcp_mac_equal(mac, out->mac, DEVTCP_SHA256_LEN)) {
-		*why = "a registration without the job's secret";
-		return -EACCES;
-	}
+	if (ret)
+		return ret;
 	if ((int)out->size != size || out->rank == 0 || out->rank >= (uint32_t)size) {
 		*why = "a registration for another world size or rank";
 		return -EPROTO;
@@ -65,30 +106,17 @@ int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 void dc_hello_sign(struct dc_hello *h, const uint8_t key[DC_KEY_LEN],
 		   const uint8_t nonce[DC_NONCE_LEN])
 {
-	mac_of(key, "devcoll hello", nonce, h, offsetof(struct dc_hello, mac), h->mac);
+	sign(&HELLO, h, key, nonce);
 }
 
 int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		   const uint8_t nonce[DC_NONCE_LEN], const struct dc_hello_want *want,
 		   struct dc_hello *out, const char **why)
 {
-	uint8_t mac[DEVTCP_SHA256_LEN];
+	int ret = check_signed(&HELLO, buf, len, key, nonce, out, why);
 
-	if (len != sizeof(*out)) {
-		*why = "not a hello (wrong length)";
-		return -EPROTO;
-	}
-	memcpy(out, buf, sizeof(*out));
-	if (out->magic != AUTH_MAGIC) {
-		*why = "not a hello (bad magic)";
-		return -EPROTO;
-	}
-	memcpy(mac, out->mac, sizeof(mac));
-	dc_hello_sign(out, key, nonce);
-	if (!devtcp_mac_equal(mac, out->mac, DEVTCP_SHA256_LEN)) {
-		*why = "a hello without the job's secret";
-		return -EACCES;
-	}
+	if (ret)
+		return ret;
 	if (out->id != want->id || out->to != (uint32_t)want->rank) {
 		*why = "a hello for another communicator";
 		return -EPROTO;

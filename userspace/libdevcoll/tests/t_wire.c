@@ -9,6 +9,7 @@
  */
 #include "common.h"
 #include "internal.h"
+#include "greet.h"
 
 static int fails;
 
@@ -95,6 +96,41 @@ static void hellos(void)
 	dc_hello_sign(&h, key, nonce);
 	EXPECT(dc_hello_check(&h, sizeof(h), key, nonce, &want, &out, &why) == -EPROTO,
 	       "one for a connection index past nconns is refused: %s", why);
+}
+
+/* Registrations go through the same signed check as hellos, then their own. */
+static void regs(void)
+{
+	uint8_t key[DC_KEY_LEN], other[DC_KEY_LEN], nonce[DC_NONCE_LEN] = { 4, 5, 6 };
+	struct dc_reg r = { .magic = AUTH_MAGIC, .rank = 2, .size = 4 }, out;
+	struct dc_hello h = { AUTH_MAGIC, 3, 1, 1, 0x1234, { 0 } };
+	struct dc_hello_want want = { 0x1234, 1, 4, 2 };
+	struct dc_hello hout;
+	const char *why = "";
+
+	dc_key_of("a job's secret, long enough", 27, key);
+	dc_key_of("another job's secret, as long", 29, other);
+	r.sa.ss_family = AF_INET6;
+	dc_reg_sign(&r, key, nonce);
+	EXPECT(!dc_reg_check(&r, sizeof(r), key, nonce, 4, &out, &why) && out.rank == 2,
+	       "a signed registration of rank 2 is taken");
+	EXPECT(dc_reg_check(&r, sizeof(r) + 1, key, nonce, 4, &out, &why) == -EPROTO &&
+	       !strcmp(why, "not a registration (wrong length)"), "a long one is refused: %s", why);
+	EXPECT(dc_reg_check(&r, sizeof(r), key, nonce, 8, &out, &why) == -EPROTO &&
+	       strstr(why, "another world size"), "one for another world size is refused: %s",
+	       why);
+	dc_reg_sign(&r, other, nonce);
+	EXPECT(dc_reg_check(&r, sizeof(r), key, nonce, 4, &out, &why) == -EACCES &&
+	       !strcmp(why, "a registration without the job's secret"),
+	       "one signed with another job's key is refused: %s", why);
+	r.magic = WIRE_MAGIC;
+	dc_reg_sign(&r, key, nonce);
+	EXPECT(dc_reg_check(&r, sizeof(r), key, nonce, 4, &out, &why) == -EPROTO &&
+	       !strcmp(why, "not a registration (bad magic)"), "one without AUTH_MAGIC: %s", why);
+	h.magic = WIRE_MAGIC;
+	dc_hello_sign(&h, key, nonce);
+	EXPECT(dc_hello_check(&h, sizeof(h), key, nonce, &want, &hout, &why) == -EPROTO &&
+	       !strcmp(why, "not a hello (bad magic)"), "a hello without AUTH_MAGIC: %s", why);
 }
 
 static void headers(void)
@@ -223,6 +259,7 @@ int main(void)
 	allowlist();
 	vectors();
 	hellos();
+	regs();
 	headers();
 	fresh_ids();
 	printf("%s\n", fails ? "FAIL" : "all passed");
