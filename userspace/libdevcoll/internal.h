@@ -6,17 +6,10 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include "devcoll.h"
+#include "secret.h"
 #include "wire.h"
 
 #define DEVCOLL_EXPORT __attribute__((visibility("default")))
-
-/* secret.c: the job's key. From DEVCOLL_SECRET or DEVCOLL_SECRET_FILE; none
- * is an error unless DEVCOLL_INSECURE=1 (then a key everyone knows). */
-int dc_secret_env(uint8_t key[DC_KEY_LEN]);
-/* The key of secret bytes @s (@len of them). */
-void dc_key_of(const void *s, size_t len, uint8_t key[DC_KEY_LEN]);
-/* @n random bytes (getrandom). */
-int dc_random(void *buf, size_t n);
 
 struct devmem_rx;
 struct devmem_mem;

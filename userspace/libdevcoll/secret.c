@@ -49,6 +49,23 @@ int dc_random(void *buf, size_t n)
 	return 0;
 }
 
+int dc_random_hex(char *hex, size_t n)
+{
+	uint8_t raw[32];
+
+	for (size_t at = 0; at < n; at += sizeof(raw)) {
+		size_t k = n - at < sizeof(raw) ? n - at : sizeof(raw);
+
+		if (dc_random(raw, k))
+			return -EIO;
+		for (size_t i = 0; i < k; i++)
+			snprintf(hex + 2 * (at + i), 3, "%02x", raw[i]);
+	}
+	hex[2 * n] = 0;
+	explicit_bzero(raw, sizeof(raw));
+	return 0;
+}
+
 /* DEVCOLL_SECRET_FILE's contents (a final newline dropped) into @buf;
  * opened without blocking (a FIFO is refused, not waited on), read to EOF. */
 static int read_secret_file(const char *path, char *buf, size_t cap, size_t *len)

@@ -133,6 +133,23 @@ static void regs(void)
 	       !strcmp(why, "not a hello (bad magic)"), "a hello without AUTH_MAGIC: %s", why);
 }
 
+/* Fresh secrets in DEVCOLL_SECRET's form: 2 n hex digits and a NUL, no
+ * byte beyond, a new one each time (40 bytes: past one 32-byte draw). */
+static void random_hex(void)
+{
+	char a[90], b[90];
+	size_t digits = 0;
+
+	memset(a, 'Z', sizeof(a));
+	memset(b, 'Z', sizeof(b));
+	EXPECT(!dc_random_hex(a, 40) && !dc_random_hex(b, 40), "two secrets drawn");
+	while (digits < 80 && strchr("0123456789abcdef", a[digits]) && a[digits])
+		digits++;
+	EXPECT(digits == 80 && a[80] == 0 && a[81] == 'Z', "80 hex digits, a NUL, no more: %zu",
+	       digits);
+	EXPECT(strcmp(a, b) && strcmp(a + 64, b + 64), "each is new, past the first draw too");
+}
+
 static void headers(void)
 {
 	struct wire_hdr h = { .magic = WIRE_MAGIC, .kind = K_ALLREDUCE, .total = 100, .off = 60,
@@ -260,6 +277,7 @@ int main(void)
 	vectors();
 	hellos();
 	regs();
+	random_hex();
 	headers();
 	fresh_ids();
 	printf("%s\n", fails ? "FAIL" : "all passed");
