@@ -61,6 +61,14 @@ struct dc_handshake {
 	const char *who, *what;
 };
 int dc_handshake(const struct dc_handshake *h, int *out);
+/* What the set-ups of this process met so far, all greeters and
+ * handshakes together (tests assert on it). */
+struct dc_greet_stats {
+	unsigned int dropped;	/* connections a greeter closed unkept */
+	unsigned int pushed;	/* ... of them pushed out by newer ones (a flood) */
+	unsigned int retried;	/* handshakes started over: closed before the verdict */
+};
+void dc_greet_stats(struct dc_greet_stats *out);
 /* Says on stderr what @g dropped, if anything (@who: "rank 0's rendezvous"). */
 void dc_greet_report(const struct dc_greeter *g, int rank, const char *who);
 
