@@ -21,6 +21,9 @@
 #include "internal.h"
 
 #define SECRET_MIN 16		/* bytes: a shorter one falls to a dictionary */
+/* bytes a secret file may hold: read whole onto the stack, it is many
+ * times any key's (a hex key of 256 bits is 64), and a file longer than a
+ * page is a wrong path, refused rather than hashed */
 #define SECRET_MAX 4096
 
 void dc_key_of(const void *s, size_t len, uint8_t key[DC_KEY_LEN])
