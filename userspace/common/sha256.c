@@ -24,7 +24,7 @@ static uint32_t ror(uint32_t x, int n)
 	return (x >> n) | (x << (32 - n));
 }
 
-static void block(struct sha256 *s, const uint8_t *p)
+static void block(struct devtcp_sha256 *s, const uint8_t *p)
 {
 	uint32_t w[64], a, b, c, d, e, f, g, h;
 
@@ -46,7 +46,7 @@ static void block(struct sha256 *s, const uint8_t *p)
 	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
 }
 
-void sha256_init(struct sha256 *s)
+void devtcp_sha256_init(struct devtcp_sha256 *s)
 {
 	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
@@ -55,7 +55,7 @@ void sha256_init(struct sha256 *s)
 	s->len = 0;
 }
 
-void sha256_update(struct sha256 *s, const void *data, size_t n)
+void devtcp_sha256_update(struct devtcp_sha256 *s, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 
@@ -71,7 +71,7 @@ void sha256_update(struct sha256 *s, const void *data, size_t n)
 	}
 }
 
-void sha256_final(struct sha256 *s, uint8_t out[SHA256_LEN])
+void devtcp_sha256_final(struct devtcp_sha256 *s, uint8_t out[DEVTCP_SHA256_LEN])
 {
 	uint64_t bits = s->len * 8;
 	uint8_t pad[72] = { 0x80 };
@@ -79,48 +79,48 @@ void sha256_final(struct sha256 *s, uint8_t out[SHA256_LEN])
 
 	for (int i = 0; i < 8; i++)
 		pad[n + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha256_update(s, pad, n + 8);
+	devtcp_sha256_update(s, pad, n + 8);
 	for (int i = 0; i < 8; i++)
 		for (int j = 0; j < 4; j++)
 			out[4 * i + j] = (uint8_t)(s->h[i] >> (24 - 8 * j));
 }
 
-void hmac_sha256_init(struct hmac_sha256 *m, const void *key, size_t klen)
+void devtcp_hmac_sha256_init(struct devtcp_hmac_sha256 *m, const void *key, size_t klen)
 {
 	uint8_t k[64] = { 0 }, pad[64];
 
 	if (klen > 64) {
-		sha256_init(&m->inner);
-		sha256_update(&m->inner, key, klen);
-		sha256_final(&m->inner, k);
+		devtcp_sha256_init(&m->inner);
+		devtcp_sha256_update(&m->inner, key, klen);
+		devtcp_sha256_final(&m->inner, k);
 	} else {
 		memcpy(k, key, klen);
 	}
 	for (int i = 0; i < 64; i++)
 		pad[i] = k[i] ^ 0x36;
-	sha256_init(&m->inner);
-	sha256_update(&m->inner, pad, 64);
+	devtcp_sha256_init(&m->inner);
+	devtcp_sha256_update(&m->inner, pad, 64);
 	for (int i = 0; i < 64; i++)
 		pad[i] = k[i] ^ 0x5c;
-	sha256_init(&m->outer);
-	sha256_update(&m->outer, pad, 64);
+	devtcp_sha256_init(&m->outer);
+	devtcp_sha256_update(&m->outer, pad, 64);
 }
 
-void hmac_sha256_update(struct hmac_sha256 *m, const void *data, size_t n)
+void devtcp_hmac_sha256_update(struct devtcp_hmac_sha256 *m, const void *data, size_t n)
 {
-	sha256_update(&m->inner, data, n);
+	devtcp_sha256_update(&m->inner, data, n);
 }
 
-void hmac_sha256_final(struct hmac_sha256 *m, uint8_t out[SHA256_LEN])
+void devtcp_hmac_sha256_final(struct devtcp_hmac_sha256 *m, uint8_t out[DEVTCP_SHA256_LEN])
 {
-	uint8_t ih[SHA256_LEN];
+	uint8_t ih[DEVTCP_SHA256_LEN];
 
-	sha256_final(&m->inner, ih);
-	sha256_update(&m->outer, ih, sizeof(ih));
-	sha256_final(&m->outer, out);
+	devtcp_sha256_final(&m->inner, ih);
+	devtcp_sha256_update(&m->outer, ih, sizeof(ih));
+	devtcp_sha256_final(&m->outer, out);
 }
 
-bool mac_equal(const void *a_, const void *b_, size_t n)
+bool devtcp_mac_equal(const void *a_, const void *b_, size_t n)
 {
 	const uint8_t *a = a_, *b = b_;
 	uint8_t d = 0;

@@ -11,26 +11,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHA256_LEN 32
+#define DEVTCP_SHA256_LEN 32
 
-struct sha256 {
+struct devtcp_sha256 {
 	uint32_t h[8];
 	uint64_t len;
 	uint8_t buf[64];
 };
 
-void sha256_init(struct sha256 *s);
-void sha256_update(struct sha256 *s, const void *data, size_t n);
-void sha256_final(struct sha256 *s, uint8_t out[SHA256_LEN]);
+void devtcp_sha256_init(struct devtcp_sha256 *s);
+void devtcp_sha256_update(struct devtcp_sha256 *s, const void *data, size_t n);
+void devtcp_sha256_final(struct devtcp_sha256 *s, uint8_t out[DEVTCP_SHA256_LEN]);
 
-struct hmac_sha256 {
-	struct sha256 inner, outer;
+struct devtcp_hmac_sha256 {
+	struct devtcp_sha256 inner, outer;
 };
 
-void hmac_sha256_init(struct hmac_sha256 *m, const void *key, size_t klen);
-void hmac_sha256_update(struct hmac_sha256 *m, const void *data, size_t n);
-void hmac_sha256_final(struct hmac_sha256 *m, uint8_t out[SHA256_LEN]);
+void devtcp_hmac_sha256_init(struct devtcp_hmac_sha256 *m, const void *key, size_t klen);
+void devtcp_hmac_sha256_update(struct devtcp_hmac_sha256 *m, const void *data, size_t n);
+void devtcp_hmac_sha256_final(struct devtcp_hmac_sha256 *m, uint8_t out[DEVTCP_SHA256_LEN]);
 /* Compares two MACs in time independent of where they differ. */
-bool mac_equal(const void *a, const void *b, size_t n);
+bool devtcp_mac_equal(const void *a, const void *b, size_t n);
 
 #endif

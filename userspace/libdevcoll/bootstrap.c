@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "greet.h"
 
 int dc_parse_addr(const char *s, bool need_port, const char *what,
 		  struct sockaddr_storage *sa, socklen_t *len)
@@ -166,7 +167,7 @@ static int send_table(devcoll_comm *c, int fd, const uint8_t *cnonce, int64_t de
 {
 	struct dc_table_hdr t = { AUTH_MAGIC, (uint32_t)c->size, c->id };
 	struct sockaddr_storage *eps = calloc((size_t)c->size, sizeof(*eps));
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 	int ret;
 
 	if (!eps)
@@ -264,7 +265,7 @@ static int read_table(devcoll_comm *c, int fd, const uint8_t *cnonce, const char
 {
 	struct dc_table_hdr t;
 	struct sockaddr_storage *eps = calloc((size_t)c->size, sizeof(*eps));
-	uint8_t mac[SHA256_LEN], want[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN], want[DEVTCP_SHA256_LEN];
 	int ret;
 
 	if (!eps)
@@ -282,7 +283,7 @@ static int read_table(devcoll_comm *c, int fd, const uint8_t *cnonce, const char
 		ret = dc_io_all(fd, mac, sizeof(mac), false, deadline);
 	if (!ret) {
 		dc_table_mac(c->key, cnonce, &t, eps, want);
-		if (!mac_equal(mac, want, sizeof(mac)))
+		if (!devtcp_mac_equal(mac, want, sizeof(mac)))
 			ret = dc_fail(-EACCES, "rank %d: the rendezvous at %s does not know the job's "
 				      "secret", c->rank, addr);
 	}

@@ -135,14 +135,14 @@ void dc_comm_free(devcoll_comm *c)
 static uint64_t split_id(const devcoll_comm *p, int color)
 {
 	struct { uint64_t id; uint32_t seq; int32_t color; } in = { p->id, p->seq, color };
-	uint8_t mac[SHA256_LEN];
-	struct hmac_sha256 m;
+	uint8_t mac[DEVTCP_SHA256_LEN];
+	struct devtcp_hmac_sha256 m;
 	uint64_t id;
 
-	hmac_sha256_init(&m, p->key, sizeof(p->key));
-	hmac_sha256_update(&m, "devcoll split", sizeof("devcoll split"));
-	hmac_sha256_update(&m, &in, sizeof(in));
-	hmac_sha256_final(&m, mac);
+	devtcp_hmac_sha256_init(&m, p->key, sizeof(p->key));
+	devtcp_hmac_sha256_update(&m, "devcoll split", sizeof("devcoll split"));
+	devtcp_hmac_sha256_update(&m, &in, sizeof(in));
+	devtcp_hmac_sha256_final(&m, mac);
 	memcpy(&id, mac, sizeof(id));
 	return id;
 }

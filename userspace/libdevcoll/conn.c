@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include "internal.h"
+#include "greet.h"
 
 int dc_listen(struct sockaddr_storage *sa, socklen_t len, int *out)
 {

@@ -51,6 +51,11 @@
 
 #define DM_MAXFRAGS 256
 #define DM_LINEAR (64 << 10)
+/* The most one dc_dm_recv() takes (DM_MAXFRAGS fragments of the NIC's
+ * 4 KiB buffers); each devmem_rx is opened for receives as large, so their
+ * cmsgs fit its control buffer (the kernel ends a receive where they do
+ * not). */
+#define DM_RECV_MAX (1 << 20)
 
 /* The binding, shared by a communicator and those split or dup'ed from it
  * (a queue takes one binding): freed with its last user. */
@@ -509,7 +514,7 @@ static int dm_setup(devcoll_comm *c, const devcoll_comm *parent)
 			return dc_fail(ret, "devmem: steering the connection from rank %d: %s", k->peer,
 				       devmem_last_error());
 		d->nrules++;
-		ret = devmem_rx_open(&k->drx, k->fd, 1 << 20);
+		ret = devmem_rx_open(&k->drx, k->fd, DM_RECV_MAX);
 		/* fragments are read at their offsets: only ours, within it */
 		if (!ret)
 			ret = devmem_rx_set_buffer(k->drx, d->core->dmabuf_id,
@@ -814,18 +819,13 @@ ssize_t dc_dm_recv(devcoll_comm *c, struct conn *k, void *dst, const void *a, si
 
 	if (!d)
 		return -EOPNOTSUPP;
-	if (len > (1 << 20))
-		len = 1 << 20;
+	if (len > DM_RECV_MAX)
+		len = DM_RECV_MAX;
 	if (d->gpu)
 		return gpu_recv(c, d, k, dst, a, len, red, es);
 	n = devmem_rx_recv_exact(k->drx, len, d->frags, DM_MAXFRAGS, &nf, d->linear, DM_LINEAR);
-	if (n <= 0) {
-		/* a stream cut mid-way leaves what came of it with us */
-		for (unsigned int i = 0; i < nf; i++)
-			devmem_rx_release(k->drx, &d->frags[i]);
-		devmem_rx_flush(k->drx);
-		return n;
-	}
+	if (n <= 0)
+		return n;	/* a failed receive leaves no fragment with us */
 	for (unsigned int i = 0; i < nf; i++) {
 		const struct devmem_frag *f = &d->frags[i];
 		const char *src = f->linear ? f->linear : d->map + f->offset;

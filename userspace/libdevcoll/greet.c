@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "greet.h"
 
 #define GREET_PENDING 64	/* connections answering at once */
 #define GREET_ANSWER_MS 5000	/* to answer a challenge */
@@ -24,6 +25,20 @@
 #define GREET_FD_PAUSE_MS 20	/* no accept after EMFILE, ENFILE */
 #define RETRY_FIRST_MS 10	/* the connecting side's backoff: doubling, */
 #define RETRY_MAX_MS 200	/* up to this */
+
+static struct dc_greet_stats stats;	/* updated atomically: any thread may greet */
+
+static void count(unsigned int *n)
+{
+	__atomic_fetch_add(n, 1, __ATOMIC_RELAXED);
+}
+
+void dc_greet_stats(struct dc_greet_stats *out)
+{
+	out->dropped = __atomic_load_n(&stats.dropped, __ATOMIC_RELAXED);
+	out->pushed = __atomic_load_n(&stats.pushed, __ATOMIC_RELAXED);
+	out->retried = __atomic_load_n(&stats.retried, __ATOMIC_RELAXED);
+}
 
 struct pending {
 	int fd;
@@ -33,12 +48,26 @@ struct pending {
 	size_t got;
 };
 
+/* A connection closed unkept, and why. */
+static void refuse(struct dc_greeter *g, const char *why)
+{
+	g->strangers++;
+	count(&stats.dropped);
+	snprintf(g->last_why, sizeof(g->last_why), "%s", why);
+}
+
 static void drop(struct dc_greeter *g, struct pending *p, const char *why)
 {
 	close(p->fd);
 	p->fd = -1;
-	g->strangers++;
-	snprintf(g->last_why, sizeof(g->last_why), "%s", why);
+	refuse(g, why);
+}
+
+/* @p makes room for a newer connection: a rank's own may be among them. */
+static void push_out(struct dc_greeter *g, struct pending *p, const char *why)
+{
+	count(&stats.pushed);
+	drop(g, p, why);
 }
 
 /* A new connection gets its challenge (a fresh socket's buffer takes it). */
@@ -146,26 +175,24 @@ static void take_new(struct dc_greeter *g, struct pending *pend, int64_t *pause_
 			/* out of descriptors: free one, and let the others go on */
 			i = slot_for(pend, now, true);
 			if (i >= 0 && pend[i].fd >= 0)
-				drop(g, &pend[i], "pushed out: no file descriptor left (a flood)");
+				push_out(g, &pend[i], "pushed out: no file descriptor left (a flood)");
 			*pause_until = now + GREET_FD_PAUSE_MS;
 		}
 		return;
 	}
 	if (!allowed(g, &peer)) {
-		g->strangers++;
-		snprintf(g->last_why, sizeof(g->last_why), "a connection from no rank's address");
+		refuse(g, "a connection from no rank's address");
 		close(fd);
 		return;
 	}
 	i = slot_for(pend, now, false);
 	if (i < 0) {
-		g->strangers++;
-		snprintf(g->last_why, sizeof(g->last_why), "no room: every slot just taken (a flood)");
+		refuse(g, "no room: every slot just taken (a flood)");
 		close(fd);
 		return;
 	}
 	if (pend[i].fd >= 0)
-		drop(g, &pend[i], "pushed out by newer connections (a flood)");
+		push_out(g, &pend[i], "pushed out by newer connections (a flood)");
 	admit(g, &pend[i], fd);
 }
 
@@ -299,6 +326,7 @@ int dc_handshake(const struct dc_handshake *h, int *out)
 			return ret;	/* refused, or the deadline */
 		if (connected) {
 			closed++;
+			count(&stats.retried);
 			delay = delay * 2 < RETRY_MAX_MS ? delay * 2 : RETRY_MAX_MS;
 		}
 		if (dc_now_ms() + delay > h->deadline) {

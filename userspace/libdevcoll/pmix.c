@@ -113,16 +113,12 @@ static int pick_address(const char *bind_addr, struct sockaddr_storage *sa)
 
 static int put_auth(void)
 {
-	uint8_t raw[AUTH_BYTES];
 	char hex[2 * AUTH_BYTES + 1];
 	pmix_value_t val;
 	int ret;
 
-	if (dc_random(raw, sizeof(raw)))
+	if (dc_random_hex(hex, AUTH_BYTES))
 		return -EIO;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-	explicit_bzero(raw, sizeof(raw));
 	memset(&val, 0, sizeof(val));
 	val.type = PMIX_STRING;
 	val.data.string = hex;

@@ -21,16 +21,19 @@
 #include "internal.h"
 
 #define SECRET_MIN 16		/* bytes: a shorter one falls to a dictionary */
+/* bytes a secret file may hold: read whole onto the stack, it is many
+ * times any key's (a hex key of 256 bits is 64), and a file longer than a
+ * page is a wrong path, refused rather than hashed */
 #define SECRET_MAX 4096
 
 void dc_key_of(const void *s, size_t len, uint8_t key[DC_KEY_LEN])
 {
-	struct sha256 h;
+	struct devtcp_sha256 h;
 
-	sha256_init(&h);
-	sha256_update(&h, "devcoll job secret", sizeof("devcoll job secret"));
-	sha256_update(&h, s, len);
-	sha256_final(&h, key);
+	devtcp_sha256_init(&h);
+	devtcp_sha256_update(&h, "devcoll job secret", sizeof("devcoll job secret"));
+	devtcp_sha256_update(&h, s, len);
+	devtcp_sha256_final(&h, key);
 }
 
 int dc_random(void *buf, size_t n)
@@ -46,6 +49,23 @@ int dc_random(void *buf, size_t n)
 			return dc_fail(-errno, "getrandom: %s", strerror(errno));
 		got += (size_t)r;
 	}
+	return 0;
+}
+
+int dc_random_hex(char *hex, size_t n)
+{
+	uint8_t raw[32];
+
+	for (size_t at = 0; at < n; at += sizeof(raw)) {
+		size_t k = n - at < sizeof(raw) ? n - at : sizeof(raw);
+
+		if (dc_random(raw, k))
+			return -EIO;
+		for (size_t i = 0; i < k; i++)
+			snprintf(hex + 2 * (at + i), 3, "%02x", raw[i]);
+	}
+	hex[2 * n] = 0;
+	explicit_bzero(raw, sizeof(raw));
 	return 0;
 }
 

@@ -15,42 +15,83 @@
 
 /* The HMAC of @label, @nonce and @len bytes of @msg under @key. */
 static void mac_of(const uint8_t key[DC_KEY_LEN], const char *label, const uint8_t *nonce,
-		   const void *msg, size_t len, uint8_t out[SHA256_LEN])
+		   const void *msg, size_t len, uint8_t out[DEVTCP_SHA256_LEN])
 {
-	struct hmac_sha256 m;
+	struct devtcp_hmac_sha256 m;
 
-	hmac_sha256_init(&m, key, DC_KEY_LEN);
-	hmac_sha256_update(&m, label, strlen(label) + 1);
-	hmac_sha256_update(&m, nonce, DC_NONCE_LEN);
-	hmac_sha256_update(&m, msg, len);
-	hmac_sha256_final(&m, out);
+	devtcp_hmac_sha256_init(&m, key, DC_KEY_LEN);
+	devtcp_hmac_sha256_update(&m, label, strlen(label) + 1);
+	devtcp_hmac_sha256_update(&m, nonce, DC_NONCE_LEN);
+	devtcp_hmac_sha256_update(&m, msg, len);
+	devtcp_hmac_sha256_final(&m, out);
+}
+
+/* A signed set-up message: the label its MAC covers, where the MAC is,
+ * and what to say when it is not one. */
+struct signed_msg {
+	const char *label;
+	size_t size, mac_at;
+	const char *wrong_len, *bad_magic, *no_secret;
+};
+
+static const struct signed_msg REG = {
+	"devcoll registration", sizeof(struct dc_reg), offsetof(struct dc_reg, mac),
+	"not a registration (wrong length)", "not a registration (bad magic)",
+	"a registration without the job's secret",
+};
+static const struct signed_msg HELLO = {
+	"devcoll hello", sizeof(struct dc_hello), offsetof(struct dc_hello, mac),
+	"not a hello (wrong length)", "not a hello (bad magic)",
+	"a hello without the job's secret",
+};
+
+static void sign(const struct signed_msg *k, void *msg, const uint8_t key[DC_KEY_LEN],
+		 const uint8_t nonce[DC_NONCE_LEN])
+{
+	mac_of(key, k->label, nonce, msg, k->mac_at, (uint8_t *)msg + k->mac_at);
+}
+
+/* Copies @buf (@len bytes) into @out if it is a message of @k that starts
+ * with AUTH_MAGIC and carries the MAC of @key over @nonce: 0, else -EPROTO
+ * or -EACCES and @why. */
+static int check_signed(const struct signed_msg *k, const void *buf, size_t len,
+			const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN],
+			void *out, const char **why)
+{
+	uint8_t mac[DEVTCP_SHA256_LEN];
+	uint32_t magic;
+
+	if (len != k->size) {
+		*why = k->wrong_len;
+		return -EPROTO;
+	}
+	memcpy(out, buf, k->size);
+	memcpy(&magic, out, sizeof(magic));
+	if (magic != AUTH_MAGIC) {
+		*why = k->bad_magic;
+		return -EPROTO;
+	}
+	memcpy(mac, (uint8_t *)out + k->mac_at, sizeof(mac));
+	sign(k, out, key, nonce);
+	if (!devtcp_mac_equal(mac, (uint8_t *)out + k->mac_at, DEVTCP_SHA256_LEN)) {
+		*why = k->no_secret;
+		return -EACCES;
+	}
+	return 0;
 }
 
 void dc_reg_sign(struct dc_reg *r, const uint8_t key[DC_KEY_LEN], const uint8_t nonce[DC_NONCE_LEN])
 {
-	mac_of(key, "devcoll registration", nonce, r, offsetof(struct dc_reg, mac), r->mac);
+	sign(&REG, r, key, nonce);
 }
 
 int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		 const uint8_t nonce[DC_NONCE_LEN], int size, struct dc_reg *out, const char **why)
 {
-	uint8_t mac[SHA256_LEN];
+	int ret = check_signed(&REG, buf, len, key, nonce, out, why);
 
-	if (len != sizeof(*out)) {
-		*why = "not a registration (wrong length)";
-		return -EPROTO;
-	}
-	memcpy(out, buf, sizeof(*out));
-	if (out->magic != AUTH_MAGIC) {
-		*why = "not a registration (bad magic)";
-		return -EPROTO;
-	}
-	memcpy(mac, out->mac, sizeof(mac));
-	dc_reg_sign(out, key, nonce);
-	if (!mac_equal(mac, out->mac, SHA256_LEN)) {
-		*why = "a registration without the job's secret";
-		return -EACCES;
-	}
+	if (ret)
+		return ret;
 	if ((int)out->size != size || out->rank == 0 || out->rank >= (uint32_t)size) {
 		*why = "a registration for another world size or rank";
 		return -EPROTO;
@@ -65,30 +106,17 @@ int dc_reg_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 void dc_hello_sign(struct dc_hello *h, const uint8_t key[DC_KEY_LEN],
 		   const uint8_t nonce[DC_NONCE_LEN])
 {
-	mac_of(key, "devcoll hello", nonce, h, offsetof(struct dc_hello, mac), h->mac);
+	sign(&HELLO, h, key, nonce);
 }
 
 int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 		   const uint8_t nonce[DC_NONCE_LEN], const struct dc_hello_want *want,
 		   struct dc_hello *out, const char **why)
 {
-	uint8_t mac[SHA256_LEN];
+	int ret = check_signed(&HELLO, buf, len, key, nonce, out, why);
 
-	if (len != sizeof(*out)) {
-		*why = "not a hello (wrong length)";
-		return -EPROTO;
-	}
-	memcpy(out, buf, sizeof(*out));
-	if (out->magic != AUTH_MAGIC) {
-		*why = "not a hello (bad magic)";
-		return -EPROTO;
-	}
-	memcpy(mac, out->mac, sizeof(mac));
-	dc_hello_sign(out, key, nonce);
-	if (!mac_equal(mac, out->mac, SHA256_LEN)) {
-		*why = "a hello without the job's secret";
-		return -EACCES;
-	}
+	if (ret)
+		return ret;
 	if (out->id != want->id || out->to != (uint32_t)want->rank) {
 		*why = "a hello for another communicator";
 		return -EPROTO;
@@ -103,16 +131,16 @@ int dc_hello_check(const void *buf, size_t len, const uint8_t key[DC_KEY_LEN],
 
 void dc_table_mac(const uint8_t key[DC_KEY_LEN], const uint8_t cnonce[DC_NONCE_LEN],
 		  const struct dc_table_hdr *t, const struct sockaddr_storage *eps,
-		  uint8_t out[SHA256_LEN])
+		  uint8_t out[DEVTCP_SHA256_LEN])
 {
-	struct hmac_sha256 m;
+	struct devtcp_hmac_sha256 m;
 
-	hmac_sha256_init(&m, key, DC_KEY_LEN);
-	hmac_sha256_update(&m, "devcoll table", sizeof("devcoll table"));
-	hmac_sha256_update(&m, cnonce, DC_NONCE_LEN);
-	hmac_sha256_update(&m, t, sizeof(*t));
-	hmac_sha256_update(&m, eps, t->size * sizeof(*eps));
-	hmac_sha256_final(&m, out);
+	devtcp_hmac_sha256_init(&m, key, DC_KEY_LEN);
+	devtcp_hmac_sha256_update(&m, "devcoll table", sizeof("devcoll table"));
+	devtcp_hmac_sha256_update(&m, cnonce, DC_NONCE_LEN);
+	devtcp_hmac_sha256_update(&m, t, sizeof(*t));
+	devtcp_hmac_sha256_update(&m, eps, t->size * sizeof(*eps));
+	devtcp_hmac_sha256_final(&m, out);
 }
 
 int dc_wire_hdr_check(const struct wire_hdr *h, const char **why)

@@ -382,14 +382,12 @@ int devmem_rx_next(struct devmem_rx *rx, struct devmem_frag *frag);
  * rdpm_buffer.dmabuf_id), @size bytes (devmem_mem_size()). A consumer that
  * reads fragments at their offsets must declare it. From then on a dma-buf
  * fragment of another dma-buf, or not wholly within @size, never reaches
- * the caller: the receive fails with -EBADMSG saying which, its tokens (the
- * refused fragment's and the rest of that receive's) go back to the kernel,
- * and devmem_rx_refused() counts it. Undeclared, only fragments of dma-buf 0
+ * the caller: the receive fails with -EBADMSG saying which, and its tokens
+ * (the refused fragment's and the rest of that receive's) go back to the
+ * kernel. Undeclared, only fragments of dma-buf 0
  * or whose end overflows are refused.
  */
 int devmem_rx_set_buffer(struct devmem_rx *rx, uint32_t dmabuf_id, uint64_t size);
-/* Fragments refused so far. */
-uint64_t devmem_rx_refused(const struct devmem_rx *rx);
 
 /*
  * Hands a dma-buf fragment back to the kernel. Tokens are batched and

@@ -39,7 +39,7 @@ struct devmem_rx {
 	int walk_err;			/* a refused fragment ended the walk */
 	struct devmem_token_batch tokens;
 	uint64_t held;
-	uint64_t refused;		/* fragments refused (devmem_rx_refused) */
+	uint64_t refused;		/* fragments refused, for the error message */
 	struct dm_rx_pending *pending;	/* devmem_rx_unpack's (rx_unpack.c) */
 };
 
@@ -335,11 +335,6 @@ DEVMEM_EXPORT int devmem_rx_set_buffer(struct devmem_rx *rx, uint32_t dmabuf_id,
 	return 0;
 }
 
-DEVMEM_EXPORT uint64_t devmem_rx_refused(const struct devmem_rx *rx)
-{
-	return rx->refused;
-}
-
 /* Adds @token to the batch; 1 if the batch must be flushed first. */
 int devmem_tokens_add(struct devmem_token_batch *tb, uint32_t token)
 {
@@ -410,6 +405,15 @@ DEVMEM_EXPORT uint64_t devmem_rx_held(const struct devmem_rx *rx)
 	return rx->held;
 }
 
+/* A failed call hands nothing out: the fragments it took go back. */
+static void give_all_back(struct devmem_rx *rx, const struct devmem_frag *frags,
+			  unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		devmem_rx_release(rx, &frags[i]);
+	devmem_rx_flush(rx);
+}
+
 /* recv_exact and recv_upto: receives until @len bytes, @max fragments or
  * @linear_cap linear bytes; with MSG_DONTWAIT in @flags also until the
  * socket has nothing more (-EAGAIN when nothing came at all). */
@@ -438,18 +442,20 @@ static ssize_t rx_recv_len(struct devmem_rx *rx, size_t len, int flags, struct d
 		if (!n) {
 			if (!got)
 				return 0;
+			*nfrags = 0;
+			give_all_back(rx, frags, nf);
 			return devmem_fail(-EPIPE, "devmem_rx_recv: stream ended after %zu "
-					   "of %zu bytes", got, len);
+					   "of %zu bytes (their fragments returned)", got, len);
 		}
 		while ((ret = devmem_rx_next(rx, &f)) == 1)
 			frags[nf++] = f;
 		if (ret < 0) {
-			/* nothing of the call reaches the caller: hand it all back */
-			for (unsigned int i = 0; i < nf; i++)
-				devmem_rx_release(rx, &frags[i]);
-			devmem_rx_flush(rx);
-			*nfrags = 0;	/* none left for the caller to release */
-			return ret;
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", devmem_last_error());
+			*nfrags = 0;
+			give_all_back(rx, frags, nf);
+			return devmem_fail(ret, "%s", why);
 		}
 		linear_used += rx->walk.linear_used;
 		got += n;

@@ -150,11 +150,8 @@ DEVMEM_EXPORT ssize_t devmem_rx_unpack(struct devmem_rx *rx, struct devmem_unpac
 		len = (size_t)room;
 	n = devmem_rx_recv_upto(rx, len, flags, p->frags, DEVMEM_UNPACK_MAX_FRAGS, &nf, p->linear,
 				RXU_LINEAR);
-	if (n <= 0) {
-		/* a stream that ended mid-way: what came is not unpacked */
-		give_back(rx, p->frags, nf);
-		return n;
-	}
+	if (n <= 0)
+		return n;	/* a failed receive leaves no fragment with us */
 	b = devmem_unpack_add(u, p->frags, nf);
 	if (b < 0) {
 		/* launches of the batch may have started: let them end */

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/stat.h>
 #include "common.h"
+#include "greet.h"
 
 #define SECRET "devcoll unit tests' secret"
 
@@ -49,6 +50,11 @@ static void start_rank(struct rank_run *rr, int r, int n, const char *addr, cons
 		fprintf(stderr, "init: %s\n", devcoll_last_error());
 		_exit(1);
 	}
+	struct dc_greet_stats gs;
+
+	dc_greet_stats(&gs);
+	fprintf(stderr, "set-up: %u dropped, %u pushed out, %u retried\n", gs.dropped, gs.pushed,
+		gs.retried);
 	if (devcoll_allreduce(c, &x, &x, 1, DEVCOLL_INT64, DEVCOLL_SUM) || x != n * (n + 1) / 2) {
 		fprintf(stderr, "allreduce: %s (%lld)\n", devcoll_last_error(), (long long)x);
 		_exit(2);
@@ -171,10 +177,21 @@ static pid_t flood(int port, int ms)
 	_exit(0);
 }
 
+/* A rank's set-up counts from its stderr (start_rank prints them). */
+static bool setup_counts(const char *out, unsigned int *pushed, unsigned int *retried)
+{
+	const char *at = strstr(out, "set-up: ");
+	unsigned int dropped;
+
+	return at && sscanf(at, "set-up: %u dropped, %u pushed out, %u retried", &dropped, pushed,
+			    retried) == 3;
+}
+
 /* Strangers flood the rendezvous while rank 1 stalls mid-handshake: rank
  * 0 is stopped until rank 1 has connected, rank 1 then stopped for a second
- * while the flood goes on (a flood pushes its connection out), and both
- * must come up (the flood fills rank 0's mesh listener too). */
+ * while the flood goes on. Rank 0 must have pushed connections out and rank
+ * 1 must have started its handshake over (its connection was among them),
+ * and both must come up (the flood fills rank 0's mesh listener too). */
 static int flooded(void)
 {
 	int port = free_port(), st, fd;
@@ -207,7 +224,16 @@ static int flooded(void)
 		       "%d\n%s%s", s0, s1, out0, out1);
 		return 1;
 	}
-	printf("ok: 2 ranks came up during a flood of stranger connections: %s", out0);
+	unsigned int pushed0 = 0, retried0, pushed1, retried1 = 0;
+
+	if (!setup_counts(out0, &pushed0, &retried0) || !setup_counts(out1, &pushed1, &retried1) ||
+	    !pushed0 || !retried1) {
+		printf("FAIL: the flood pushed out no rank: rank 0 pushed out %u, rank 1 retried "
+		       "%u\n%s%s", pushed0, retried1, out0, out1);
+		return 1;
+	}
+	printf("ok: 2 ranks came up during a flood of stranger connections (rank 0 pushed out "
+	       "%u, rank 1 retried %u): %s", pushed0, retried1, out0);
 	return 0;
 }
 

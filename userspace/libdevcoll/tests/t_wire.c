@@ -9,6 +9,7 @@
  */
 #include "common.h"
 #include "internal.h"
+#include "greet.h"
 
 static int fails;
 
@@ -27,35 +28,35 @@ static void vectors(void)
 {
 	uint8_t d[32], key[20];
 	char h[65];
-	struct sha256 s;
-	struct hmac_sha256 m;
+	struct devtcp_sha256 s;
+	struct devtcp_hmac_sha256 m;
 
-	sha256_init(&s);
-	sha256_update(&s, "abc", 3);
-	sha256_final(&s, d);
+	devtcp_sha256_init(&s);
+	devtcp_sha256_update(&s, "abc", 3);
+	devtcp_sha256_final(&s, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
 	       "SHA-256(\"abc\") (FIPS 180-2)");
 	char a[1000];
 
 	memset(a, 'a', sizeof(a));
-	sha256_init(&s);
+	devtcp_sha256_init(&s);
 	for (int i = 0; i < 1000; i++)
-		sha256_update(&s, a, sizeof(a));
-	sha256_final(&s, d);
+		devtcp_sha256_update(&s, a, sizeof(a));
+	devtcp_sha256_final(&s, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
 	       "SHA-256 of a million 'a's, in 1000-byte pieces");
 	memset(key, 0x0b, sizeof(key));
-	hmac_sha256_init(&m, key, sizeof(key));
-	hmac_sha256_update(&m, "Hi There", 8);
-	hmac_sha256_final(&m, d);
+	devtcp_hmac_sha256_init(&m, key, sizeof(key));
+	devtcp_hmac_sha256_update(&m, "Hi There", 8);
+	devtcp_hmac_sha256_final(&m, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
 	       "HMAC-SHA-256 (RFC 4231 case 1)");
-	hmac_sha256_init(&m, "Jefe", 4);
-	hmac_sha256_update(&m, "what do ya want for nothing?", 28);
-	hmac_sha256_final(&m, d);
+	devtcp_hmac_sha256_init(&m, "Jefe", 4);
+	devtcp_hmac_sha256_update(&m, "what do ya want for nothing?", 28);
+	devtcp_hmac_sha256_final(&m, d);
 	hex(d, 32, h);
 	EXPECT(!strcmp(h, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
 	       "HMAC-SHA-256 (RFC 4231 case 2)");
@@ -95,6 +96,58 @@ static void hellos(void)
 	dc_hello_sign(&h, key, nonce);
 	EXPECT(dc_hello_check(&h, sizeof(h), key, nonce, &want, &out, &why) == -EPROTO,
 	       "one for a connection index past nconns is refused: %s", why);
+}
+
+/* Registrations go through the same signed check as hellos, then their own. */
+static void regs(void)
+{
+	uint8_t key[DC_KEY_LEN], other[DC_KEY_LEN], nonce[DC_NONCE_LEN] = { 4, 5, 6 };
+	struct dc_reg r = { .magic = AUTH_MAGIC, .rank = 2, .size = 4 }, out;
+	struct dc_hello h = { AUTH_MAGIC, 3, 1, 1, 0x1234, { 0 } };
+	struct dc_hello_want want = { 0x1234, 1, 4, 2 };
+	struct dc_hello hout;
+	const char *why = "";
+
+	dc_key_of("a job's secret, long enough", 27, key);
+	dc_key_of("another job's secret, as long", 29, other);
+	r.sa.ss_family = AF_INET6;
+	dc_reg_sign(&r, key, nonce);
+	EXPECT(!dc_reg_check(&r, sizeof(r), key, nonce, 4, &out, &why) && out.rank == 2,
+	       "a signed registration of rank 2 is taken");
+	EXPECT(dc_reg_check(&r, sizeof(r) + 1, key, nonce, 4, &out, &why) == -EPROTO &&
+	       !strcmp(why, "not a registration (wrong length)"), "a long one is refused: %s", why);
+	EXPECT(dc_reg_check(&r, sizeof(r), key, nonce, 8, &out, &why) == -EPROTO &&
+	       strstr(why, "another world size"), "one for another world size is refused: %s",
+	       why);
+	dc_reg_sign(&r, other, nonce);
+	EXPECT(dc_reg_check(&r, sizeof(r), key, nonce, 4, &out, &why) == -EACCES &&
+	       !strcmp(why, "a registration without the job's secret"),
+	       "one signed with another job's key is refused: %s", why);
+	r.magic = WIRE_MAGIC;
+	dc_reg_sign(&r, key, nonce);
+	EXPECT(dc_reg_check(&r, sizeof(r), key, nonce, 4, &out, &why) == -EPROTO &&
+	       !strcmp(why, "not a registration (bad magic)"), "one without AUTH_MAGIC: %s", why);
+	h.magic = WIRE_MAGIC;
+	dc_hello_sign(&h, key, nonce);
+	EXPECT(dc_hello_check(&h, sizeof(h), key, nonce, &want, &hout, &why) == -EPROTO &&
+	       !strcmp(why, "not a hello (bad magic)"), "a hello without AUTH_MAGIC: %s", why);
+}
+
+/* Fresh secrets in DEVCOLL_SECRET's form: 2 n hex digits and a NUL, no
+ * byte beyond, a new one each time (40 bytes: past one 32-byte draw). */
+static void random_hex(void)
+{
+	char a[90], b[90];
+	size_t digits = 0;
+
+	memset(a, 'Z', sizeof(a));
+	memset(b, 'Z', sizeof(b));
+	EXPECT(!dc_random_hex(a, 40) && !dc_random_hex(b, 40), "two secrets drawn");
+	while (digits < 80 && strchr("0123456789abcdef", a[digits]) && a[digits])
+		digits++;
+	EXPECT(digits == 80 && a[80] == 0 && a[81] == 'Z', "80 hex digits, a NUL, no more: %zu",
+	       digits);
+	EXPECT(strcmp(a, b) && strcmp(a + 64, b + 64), "each is new, past the first draw too");
 }
 
 static void headers(void)
@@ -223,6 +276,8 @@ int main(void)
 	allowlist();
 	vectors();
 	hellos();
+	regs();
+	random_hex();
 	headers();
 	fresh_ids();
 	printf("%s\n", fails ? "FAIL" : "all passed");

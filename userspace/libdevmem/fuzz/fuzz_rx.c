@@ -5,7 +5,7 @@
  * devmem_rx_recv_upto over a recvmsg that serves the input), the caller
  * releasing what it is handed. Every dma-buf token the receive's cmsgs
  * carry must reach SO_DEVMEM_DONTNEED exactly once (recorded by the
- * setsockopt below; rx.c itself is the production code), whether the walk
+ * fake_sock.h's setsockopt; rx.c itself is the production code), whether the walk
  * ends, is refused or fails. Only the cmsgs after one of a wrong length
  * cannot be found, so their tokens are not expected.
  *
@@ -13,58 +13,13 @@
  * received (2 bytes), the declared dma-buf's id (1 byte, 0: none) and size
  * (2 bytes, in 64-byte units), then the control buffer.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/syscall.h>
-#include "internal.h"
-
-#define MAX_TOKENS 4096
+#include <stdbool.h>
+#include "../tests/fake_sock.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
-static uint32_t returned[MAX_TOKENS], expected[MAX_TOKENS];
-static size_t nreturned, nexpected;
-
-/* The release seam: what SO_DEVMEM_DONTNEED would hand back. */
-int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
-{
-	if (level == SOL_SOCKET && name == SO_DEVMEM_DONTNEED) {
-		const struct dmabuf_token *t = val;
-		int frags = 0;
-
-		for (size_t i = 0; i < len / sizeof(*t); i++)
-			for (uint32_t k = 0; k < t[i].token_count; k++, frags++) {
-				if (nreturned == MAX_TOKENS)
-					abort();
-				returned[nreturned++] = t[i].token_start + k;
-			}
-		return frags;
-	}
-	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
-}
-
-/* The receive recvmsg serves: the input's cmsgs and byte count, once. */
-static const uint8_t *in_ctrl;
-static size_t in_ctrllen, in_bytes;
-static bool served;
-
-ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-	size_t n = in_ctrllen < msg->msg_controllen ? in_ctrllen : msg->msg_controllen;
-
-	(void)fd, (void)flags;
-	if (served) {
-		errno = EAGAIN;
-		return -1;
-	}
-	served = true;
-	memcpy(msg->msg_control, in_ctrl, n);
-	msg->msg_controllen = n;
-	in_ctrllen = n;		/* what the oracle may see */
-	return (ssize_t)(in_bytes < msg->msg_iov->iov_len ? in_bytes : msg->msg_iov->iov_len);
-}
+static uint32_t expected[FAKE_MAX_TOKENS];
+static size_t nexpected;
 
 /* The oracle: the dma-buf tokens of @ctrl's cmsgs, up to one whose length
  * does not fit (an independent reading of the cmsg layout). */
@@ -126,18 +81,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	memcpy(ctrl, data + 6, n);
 	if (data[3] && buf_size)
 		devmem_rx_set_buffer(rx, data[3], buf_size);
-	nreturned = 0;
+	fake_nreturned = 0;
 	if (data[0] & 1) {
 		/* a receive of 0 bytes is the end of the stream: no cmsgs come */
 		if (!bytes)
 			goto out;
-		in_ctrl = ctrl;
-		in_ctrllen = n;
-		in_bytes = bytes;
-		served = false;
+		fake_reset();
+		fake_queue(ctrl, n, bytes);
 		ret = (int)devmem_rx_recv_upto(rx, 65536, MSG_DONTWAIT, frags, 256, &nf, lin,
 					       bytes ? bytes : 1);
-		expect_tokens(ctrl, in_ctrllen);
+		expect_tokens(ctrl, fake_recvs[0].ctrllen);	/* what fit */
 		for (unsigned int i = 0; ret > 0 && i < nf; i++)
 			devmem_rx_release(rx, &frags[i]);
 	} else {
@@ -156,11 +109,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (devmem_rx_flush(rx) || devmem_rx_held(rx))
 		abort();
 	/* every token exactly once: the two multisets are equal */
-	if (nreturned != nexpected)
+	if (fake_nreturned != nexpected)
 		abort();
-	qsort(returned, nreturned, sizeof(uint32_t), cmp_u32);
+	qsort(fake_returned, fake_nreturned, sizeof(uint32_t), cmp_u32);
 	qsort(expected, nexpected, sizeof(uint32_t), cmp_u32);
-	if (memcmp(returned, expected, nreturned * sizeof(uint32_t)))
+	if (memcmp(fake_returned, expected, fake_nreturned * sizeof(uint32_t)))
 		abort();
 out:
 	devmem_rx_close(rx);

@@ -3,59 +3,18 @@
  * Fragments checked before a consumer sees them: a dma-buf fragment must be
  * of the dma-buf the receiver declared (devmem_rx_set_buffer) and lie
  * wholly within it. Crafted cmsgs go through the parser and through a
- * devmem_rx; a refused fragment fails the receive with -EBADMSG, is
- * counted, and its token and those of the rest of the receive reach
- * SO_DEVMEM_DONTNEED (recorded here by a setsockopt of the test's own).
+ * devmem_rx; a refused fragment fails the receive with -EBADMSG saying
+ * how many were refused so far, and its token and those of the rest of the receive reach
+ * SO_DEVMEM_DONTNEED (recorded by fake_sock.h's setsockopt).
  */
-#include <errno.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include "internal.h"
 #include "devtcp/check.h"
+#include "fake_sock.h"
 
 #define HAS(s) (strstr(devmem_last_error(), (s)) != NULL)
 
 static char ctrl[4096] __attribute__((aligned(8)));
-
-/* Tokens handed back through SO_DEVMEM_DONTNEED, in order. */
-static uint32_t returned[64];
-static unsigned int nreturned;
-
-int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
-{
-	if (level == SOL_SOCKET && name == SO_DEVMEM_DONTNEED) {
-		const struct dmabuf_token *t = val;
-		int frags = 0;
-
-		for (size_t i = 0; i < len / sizeof(*t); i++)
-			for (uint32_t k = 0; k < t[i].token_count; k++, frags++)
-				if (nreturned < 64)
-					returned[nreturned++] = t[i].token_start + k;
-		return frags;	/* the kernel frees them all */
-	}
-	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
-}
-
-/* Receives the test serves in place of the kernel's: each a cmsg buffer
- * and a byte count, one per recvmsg(). */
-static struct { char ctrl[256]; size_t ctrllen, bytes; } script[4];
-static unsigned int nscript, at_script;
-
-ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-	(void)fd;
-	(void)flags;
-	if (at_script == nscript) {
-		errno = EAGAIN;
-		return -1;
-	}
-	memcpy(msg->msg_control, script[at_script].ctrl, script[at_script].ctrllen);
-	msg->msg_controllen = script[at_script].ctrllen;
-	return (ssize_t)script[at_script++].bytes;
-}
+static char script_ctrl[FAKE_MAX_RECVS][256] __attribute__((aligned(8)));
+static char linear[16384];	/* the iov of recv_exact: room for every test's bytes */
 
 static void put(struct msghdr *msg, int type, uint64_t off, uint32_t size, uint32_t token,
 		uint32_t id)
@@ -133,23 +92,23 @@ static void receive(void)
 	CHECK(devmem_rx_next(rx, &f) == 1 && f.linear == data && f.len == 100, "linear bytes");
 	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 7 && devmem_rx_held(rx) == 1,
 	      "the good fragment, held by the caller");
-	nreturned = 0;
+	fake_nreturned = 0;
 	memset(&f, 0, sizeof(f));
 	CHECK(devmem_rx_next(rx, &f) == -EBADMSG && !f.len && !f.token,
 	      "the foreign fragment fails the receive, not handed out");
 	CHECK(HAS("dma-buf 9, not of dma-buf 3") && HAS("refused fragments on fd"),
 	      "says so: '%s'", devmem_last_error());
-	CHECK(nreturned == 3 && returned[0] == 8 && returned[1] == 9 && returned[2] == 10,
-	      "tokens 8, 9, 10 (the refused one and the rest) went back: %u returned", nreturned);
-	CHECK(devmem_rx_refused(rx) == 2, "two refused (the foreign and the out-of-bounds "
-	      "fragment): %llu", (unsigned long long)devmem_rx_refused(rx));
+	CHECK(fake_nreturned == 3 && fake_returned[0] == 8 && fake_returned[1] == 9 && fake_returned[2] == 10,
+	      "tokens 8, 9, 10 (the refused one and the rest) went back: %u returned", fake_nreturned);
+	CHECK(HAS("refused fragments on fd") && HAS("so far: 2"), "two refused (the foreign and "
+	      "the out-of-bounds fragment): '%s'", devmem_last_error());
 	CHECK(devmem_rx_held(rx) == 1, "the caller's fragment is still held: %llu",
 	      (unsigned long long)devmem_rx_held(rx));
 	CHECK(devmem_rx_next(rx, &f) == -EBADMSG, "the receive stays failed");
 	f = (struct devmem_frag){ .len = 4096, .token = 7, .dmabuf_id = 3 };
-	nreturned = 0;
-	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && nreturned == 1 &&
-	      returned[0] == 7 && devmem_rx_held(rx) == 0, "the caller's fragment goes back too");
+	fake_nreturned = 0;
+	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && fake_nreturned == 1 &&
+	      fake_returned[0] == 7 && devmem_rx_held(rx) == 0, "the caller's fragment goes back too");
 
 	/* the next receive walks afresh, with the declaration kept */
 	msg.msg_controllen = 0;
@@ -159,19 +118,18 @@ static void receive(void)
 	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 11 && f.offset == 12288,
 	      "a good receive after a refused one");
 	CHECK(devmem_rx_next(rx, &f) == 0, "and its end");
-	nreturned = 0;
+	fake_nreturned = 0;
 	devmem_rx_close(rx);
 	close(s);
 }
 
-/* Appends a receive of one dma-buf fragment to the script. */
-static void script_frag(uint64_t off, uint32_t len, uint32_t token, uint32_t id)
+/* Queues a receive of one dma-buf fragment. */
+static void queue_frag(uint64_t off, uint32_t len, uint32_t token, uint32_t id)
 {
-	struct msghdr m = { .msg_control = script[nscript].ctrl };
+	struct msghdr m = { .msg_control = script_ctrl[fake_nrecvs] };
 
 	put(&m, SCM_DEVMEM_DMABUF, off, len, token, id);
-	script[nscript].ctrllen = m.msg_controllen;
-	script[nscript++].bytes = len;
+	fake_queue(script_ctrl[fake_nrecvs], m.msg_controllen, len);
 }
 
 /* devmem_rx_recv_exact() over two receives, the second refused: the call
@@ -181,20 +139,75 @@ static void recv_exact_refused(void)
 	struct devmem_rx *rx = NULL;
 	struct devmem_frag frags[8];
 	unsigned int nf = 99;
-	char linear[64];
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 
 	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
-	nscript = at_script = 0;
-	script_frag(0, 4096, 21, 3);
-	script_frag(4096, 4096, 22, 4);
-	nreturned = 0;
+	fake_reset();
+	queue_frag(0, 4096, 21, 3);
+	queue_frag(4096, 4096, 22, 4);
 	CHECK(devmem_rx_recv_exact(rx, 8192, frags, 8, &nf, linear, sizeof(linear)) == -EBADMSG,
 	      "recv_exact fails on the foreign fragment of its second receive");
 	CHECK(nf == 0, "no fragment left for the caller: %u", nf);
-	CHECK(nreturned == 2 && returned[0] == 22 && returned[1] == 21,
-	      "both tokens went back once (the refused one first): %u", nreturned);
-	CHECK(devmem_rx_held(rx) == 0 && devmem_rx_refused(rx) == 1, "nothing held, one refused");
+	CHECK(fake_nreturned == 2 && fake_returned[0] == 22 && fake_returned[1] == 21,
+	      "both tokens went back once (the refused one first): %u", fake_nreturned);
+	CHECK(devmem_rx_held(rx) == 0 && HAS("dma-buf 4, not of dma-buf 3") && HAS("so far: 1"),
+	      "nothing held, one refused: '%s'", devmem_last_error());
+	devmem_rx_close(rx);
+	close(s);
+}
+
+/* devmem_rx_recv_exact() whose stream ends after one of two fragments:
+ * -EPIPE, no fragment for the caller, its token went back once. */
+static void recv_exact_cut(void)
+{
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag frags[8];
+	unsigned int nf = 99;
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	fake_reset();
+	queue_frag(0, 4096, 31, 3);
+	fake_queue(NULL, 0, 0);		/* then the end of the stream */
+	CHECK(devmem_rx_recv_exact(rx, 8192, frags, 8, &nf, linear, sizeof(linear)) == -EPIPE &&
+	      HAS("stream ended after 4096 of 8192"), "recv_exact fails as the stream ends: '%s'",
+	      devmem_last_error());
+	CHECK(nf == 0, "no fragment left for the caller: %u", nf);
+	CHECK(fake_nreturned == 1 && fake_returned[0] == 31 && devmem_rx_held(rx) == 0,
+	      "token 31 went back, nothing held: %u returned, %llu held", fake_nreturned,
+	      (unsigned long long)devmem_rx_held(rx));
+	devmem_rx_close(rx);
+	close(s);
+}
+
+/* A second declaration replaces the first from the next fragment on, in
+ * the middle of a receive too; a bad one changes nothing. */
+static void declare_again(void)
+{
+	struct msghdr msg = { .msg_control = ctrl };
+	struct devmem_rx *rx = NULL;
+	struct devmem_frag f;
+	uint8_t data[1];
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	memset(ctrl, 0, sizeof(ctrl));
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 41, 3);
+	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 42, 4);
+	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 43, 3);
+	dm_rx_took(rx, &msg, data, 3 * 4096);
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 41, "dma-buf 3's fragment");
+	CHECK(devmem_rx_set_buffer(rx, 0, 8192) == -EINVAL && devmem_rx_set_buffer(rx, 4, 0) ==
+	      -EINVAL, "a bad declaration fails");
+	CHECK(devmem_rx_set_buffer(rx, 4, 8192) == 0, "declare dma-buf 4 mid-receive");
+	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 42 && f.dmabuf_id == 4,
+	      "dma-buf 4's fragment is now accepted");
+	fake_nreturned = 0;
+	CHECK(devmem_rx_next(rx, &f) == -EBADMSG && HAS("dma-buf 3, not of dma-buf 4") &&
+	      fake_nreturned == 1 && fake_returned[0] == 43, "and dma-buf 3's refused: '%s'",
+	      devmem_last_error());
+	CHECK(devmem_rx_held(rx) == 2, "both handed out stay the caller's: %llu",
+	      (unsigned long long)devmem_rx_held(rx));
 	devmem_rx_close(rx);
 	close(s);
 }
@@ -209,7 +222,6 @@ static void overrun_returns_tokens(void)
 	struct devmem_frag f, frags[8];
 	unsigned int nf = 99;
 	uint8_t data[1];
-	char linear[64];
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 
 	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
@@ -218,33 +230,31 @@ static void overrun_returns_tokens(void)
 	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 2, 3);
 	put(&msg, SCM_DEVMEM_DMABUF, 8192, 4096, 3, 3);
 	dm_rx_took(rx, &msg, data, 4096);
-	nreturned = 0;
+	fake_nreturned = 0;
 	CHECK(devmem_rx_next(rx, &f) == 1 && f.token == 1, "the first fragment is handed out");
 	CHECK(devmem_rx_next(rx, &f) == -EPROTO && HAS("cover more than the 4096 bytes"),
 	      "the second overruns the receive: '%s'", devmem_last_error());
-	CHECK(nreturned == 2 && returned[0] == 2 && returned[1] == 3,
-	      "tokens 2 and 3 went back: %u returned", nreturned);
+	CHECK(fake_nreturned == 2 && fake_returned[0] == 2 && fake_returned[1] == 3,
+	      "tokens 2 and 3 went back: %u returned", fake_nreturned);
 	CHECK(devmem_rx_held(rx) == 1, "token 1 is still the caller's: %llu held",
 	      (unsigned long long)devmem_rx_held(rx));
-	CHECK(devmem_rx_next(rx, &f) == -EPROTO && nreturned == 2,
+	CHECK(devmem_rx_next(rx, &f) == -EPROTO && fake_nreturned == 2,
 	      "the receive stays failed, nothing returned twice");
 	f = (struct devmem_frag){ .len = 4096, .token = 1, .dmabuf_id = 3 };
-	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && nreturned == 3 &&
+	CHECK(devmem_rx_release(rx, &f) == 0 && devmem_rx_flush(rx) == 0 && fake_nreturned == 3 &&
 	      devmem_rx_held(rx) == 0, "the caller's goes back too");
 
 	/* through recv_exact: nothing reaches the caller, every token goes back */
-	nscript = at_script = 0;
-	msg = (struct msghdr){ .msg_control = script[0].ctrl };
+	fake_reset();
+	msg = (struct msghdr){ .msg_control = script_ctrl[0] };
 	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 4, 3);
 	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 5, 3);
-	script[0].ctrllen = msg.msg_controllen;
-	script[nscript++].bytes = 4096;
-	nreturned = 0;
+	fake_queue(script_ctrl[0], msg.msg_controllen, 4096);
 	CHECK(devmem_rx_recv_exact(rx, 4096, frags, 8, &nf, linear, sizeof(linear)) == -EPROTO &&
 	      nf == 0, "recv_exact fails on the overrun, no fragment for the caller");
-	CHECK(nreturned == 2 && ((returned[0] == 5 && returned[1] == 4) ||
-				 (returned[0] == 4 && returned[1] == 5)) && devmem_rx_held(rx) == 0,
-	      "tokens 4 and 5 went back once each: %u returned", nreturned);
+	CHECK(fake_nreturned == 2 && ((fake_returned[0] == 5 && fake_returned[1] == 4) ||
+				 (fake_returned[0] == 4 && fake_returned[1] == 5)) && devmem_rx_held(rx) == 0,
+	      "tokens 4 and 5 went back once each: %u returned", fake_nreturned);
 	devmem_rx_close(rx);
 	close(s);
 }
@@ -290,5 +300,7 @@ int main(void)
 	parser();
 	receive();
 	recv_exact_refused();
+	recv_exact_cut();
+	declare_again();
 	return check_done("t_frag_check");
 }

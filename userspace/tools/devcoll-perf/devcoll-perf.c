@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "devcoll.h"
 #include "gpu.h"
+#include "secret.h"	/* libdevcoll's own, linked statically */
 
 static devcoll_comm *comm;
 
@@ -217,20 +218,14 @@ static int spawn(int np, const char *prog, char **args, int outfd,
  * rendezvous takes none else), unless the caller gave one. */
 static void job_secret(void)
 {
-	unsigned char raw[24];
-	char hex[2 * sizeof(raw) + 1];
-	FILE *f;
+	char hex[2 * 24 + 1];
 
 	if (getenv("DEVCOLL_SECRET") || getenv("DEVCOLL_SECRET_FILE"))
 		return;
-	f = fopen("/dev/urandom", "rb");
-	if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
-		perror("/dev/urandom");
+	if (dc_random_hex(hex, 24)) {
+		fprintf(stderr, "devcoll-perf: %s\n", devcoll_last_error());
 		exit(1);
 	}
-	fclose(f);
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	setenv("DEVCOLL_SECRET", hex, 1);
 }
 
