@@ -263,8 +263,6 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx);
 void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
 const void *devtcp_devmem_at(struct devtcp_module *m, const struct devmem_frag *f);
-bool devtcp_devmem_frags_ok(struct devtcp_module *m, struct devmem_rx *rx,
-			    const struct devmem_frag *f, unsigned int n);
 struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m);
 bool devtcp_devmem_on_gpu(struct devtcp_module *m);
 int devtcp_devmem_events(struct devtcp_module *m);

@@ -262,6 +262,17 @@ static void fail_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, info);
 }
 
+/* libdevmem refused a fragment of a data link (devmem_rx_set_buffer: not
+ * in this rank's dma-buf) and handed its tokens back: the peer goes. */
+static void fail_peer_refused(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
+{
+	char what[384];
+
+	snprintf(what, sizeof(what), "devmem: a fragment outside this rank's dma-buf was "
+		 "refused (%s)", devmem_last_error());
+	fail_peer(m, ep, what, 0);
+}
+
 /* Something every peer depends on broke: the job cannot go on. */
 static void fail_all(struct devtcp_module *m, const char *what)
 {
@@ -770,8 +781,7 @@ static int took(struct mca_btl_base_endpoint_t *ep, ssize_t n)
 /* A message's payload from a devmem link, as fragments: dma-buf pieces as
  * they landed, linear pieces copied into rx_data. 1 when all data_len bytes
  * are in, 0 later, -1 on error (errno; 0 for EOF). */
-static int read_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-		       struct devmem_rx *rx, size_t len)
+static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx, size_t len)
 {
 	while (ep->rx_done < len) {
 		unsigned int got = 0;
@@ -784,10 +794,6 @@ static int read_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *
 					ep->rx_frags + ep->rx_nfrags,
 					ep->rx_frags_cap - ep->rx_nfrags, &got,
 					ep->rx_data + ep->rx_linear, len - ep->rx_linear);
-		if (!devtcp_devmem_frags_ok(m, rx, ep->rx_frags + ep->rx_nfrags, got)) {
-			errno = EPROTO;
-			return -1;
-		}
 		for (unsigned int i = 0; i < got; i++)
 			if (!ep->rx_frags[ep->rx_nfrags + i].dmabuf_id)
 				ep->rx_linear += ep->rx_frags[ep->rx_nfrags + i].len;
@@ -827,10 +833,6 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 			want = ep->rx_data_cap;
 		n = devmem_rx_recv_upto(rx, want, MSG_DONTWAIT, ep->rx_frags, ep->rx_frags_cap,
 					&got, ep->rx_data, ep->rx_data_cap);
-		if (!devtcp_devmem_frags_ok(m, rx, ep->rx_frags, got)) {
-			errno = EPROTO;
-			return -1;
-		}
 		for (i = 0; i < got; i++) {
 			const struct devmem_frag *f = &ep->rx_frags[i];
 
@@ -1066,7 +1068,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link], ep->rx_data,
 						     fr->data_len);
 			else if (ep->rx_devmem[fr->link])
-				rc = read_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
+				rc = read_devmem(ep, ep->rx_devmem[fr->link], fr->data_len);
 			else
 				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
 					       &ep->rx_done);
@@ -1099,7 +1101,9 @@ put_read:
 			m->bytes_linear += fr->data_len;
 			goto deliver;
 		}
-		if (rc < 0)
+		if (rc < 0 && errno == EBADMSG)
+			fail_peer_refused(m, ep);
+		else if (rc < 0)
 			fail_peer(m, ep, errno ? "receive failed" : "connection closed mid-job",
 				  errno);
 		return delivered;
@@ -1336,7 +1340,8 @@ static bool pending_read(struct devtcp_module *m, struct devtcp_pending *p, uint
 		m->hello_timeouts++;
 		refuse(m, p, "no hello within btl_devtcp_connect_timeout");
 	} else if (rc < 0) {
-		refuse(m, p, errno ? strerror(errno) : "closed before its hello");
+		refuse(m, p, errno == EBADMSG ? devmem_last_error()
+			     : errno ? strerror(errno) : "closed before its hello");
 	} else {
 		hello_done(m, p);
 	}
