@@ -236,6 +236,9 @@ extern struct devtcp_module devtcp_module_template;
 #define devtcp_verbose(level, ...) \
 	opal_output_verbose(level, mca_btl_devtcp_component.output, "btl:devtcp: " __VA_ARGS__)
 
+/* btl_devtcp_component.c */
+int devtcp_random(void *buf, size_t len, const char *what);
+
 /* btl_devtcp_addr.c */
 int devtcp_pick_interface(struct devtcp_module *m, const char *want, int family);
 socklen_t devtcp_sockaddr(const struct devtcp_addr *a, uint16_t port, struct sockaddr_storage *ss);

@@ -11,7 +11,6 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,7 +384,7 @@ static int open_link(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep
 	fd = socket(ep->addr.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (getrandom(hello.nonce, sizeof(hello.nonce), 0) != sizeof(hello.nonce) ||
+	if (devtcp_random(hello.nonce, sizeof(hello.nonce), "a hello's nonce") < 0 ||
 	    bind(fd, (struct sockaddr *)&me_ss, me_len) < 0 ||
 	    connect_within(fd, (struct sockaddr *)&ss, len,
 			   DEVTCP_CONNECT_TRIES * mca_btl_devtcp_component.connect_timeout) < 0 ||
