@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
@@ -276,12 +277,35 @@ int devtcp_gpu_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 		    struct devmem_rx *rx, unsigned char *dst, size_t len);
 void devtcp_gpu_free(struct mca_btl_base_endpoint_t *ep);
 
+/* Milliseconds on the monotonic clock. */
+static inline uint64_t devtcp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline struct mca_btl_base_endpoint_t *devtcp_first_endpoint(struct devtcp_module *m)
+{
+	return __atomic_load_n(&m->endpoints, __ATOMIC_ACQUIRE);
+}
+
 /* btl_devtcp_endpoint.c */
 struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc);
+struct mca_btl_base_endpoint_t *devtcp_endpoint_for_hello(struct devtcp_module *m,
+							  const opal_process_name_t *name,
+							  const struct sockaddr_storage *from);
+void devtcp_set_peer_timeout(int fd);
+int devtcp_read_some(int fd, void *buf, size_t want, size_t *done);
 void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep);
 int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			 struct devtcp_frag *frag);
 int devtcp_progress_module(struct devtcp_module *m);
 void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep);
+
+/* btl_devtcp_accept.c */
+void devtcp_accept_all(struct devtcp_module *m, int lfd);
+void devtcp_pending_progress(struct devtcp_module *m, uint64_t now);
 
 #endif
