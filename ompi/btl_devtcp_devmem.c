@@ -28,6 +28,14 @@
 /* The window of a data link before its hello authenticates: room for the
  * hello, and little of the dma-buf. */
 #define DEVTCP_HELLO_WINDOW 4096
+/* Stack room of one receive of a hello (72 bytes): fragments and linear
+ * bytes; what does not fit is taken by the next turn of the loop. */
+#define DEVTCP_HELLO_FRAGS 16
+#define DEVTCP_HELLO_LINEAR 64
+/* An authenticated data link's most bytes per recvmsg: one call's control
+ * buffer holds that many bytes' fragment records; more calls take longer
+ * payloads. */
+#define DEVTCP_LINK_RECV_MAX (1 << 20)
 
 struct devtcp_devmem {
 	struct rdpm_client *rdpm;	/* set: rdpmd binds and steers */
@@ -408,13 +416,13 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 		       size_t *done)
 {
 	while (*done < want) {
-		struct devmem_frag f[16];
-		unsigned char linear[64];
+		struct devmem_frag f[DEVTCP_HELLO_FRAGS];
+		unsigned char linear[DEVTCP_HELLO_LINEAR];
 		unsigned int n = 0, i;
 		ssize_t got;
 		int err = 0;
 
-		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, 16, &n, linear,
+		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, DEVTCP_HELLO_FRAGS, &n, linear,
 					  sizeof(linear));
 		for (i = 0; i < n; i++) {
 			char *to = (char *)buf + *done;
@@ -463,7 +471,7 @@ int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 	d->links = links;
 	/* libdevmem refuses any fragment outside our dma-buf, for the copy and
 	 * the GPU unpack paths alike */
-	if (devmem_rx_open(&full, fd, 1 << 20))
+	if (devmem_rx_open(&full, fd, DEVTCP_LINK_RECV_MAX))
 		return devmem_error("cannot receive on a data link");
 	if (devmem_rx_set_buffer(full, dmabuf_id(d), devmem_mem_size(d->mem))) {
 		devmem_rx_close(full);
