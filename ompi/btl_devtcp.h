@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
@@ -236,6 +237,9 @@ extern struct devtcp_module devtcp_module_template;
 #define devtcp_verbose(level, ...) \
 	opal_output_verbose(level, mca_btl_devtcp_component.output, "btl:devtcp: " __VA_ARGS__)
 
+/* btl_devtcp_component.c */
+int devtcp_random(void *buf, size_t len, const char *what);
+
 /* btl_devtcp_addr.c */
 int devtcp_pick_interface(struct devtcp_module *m, const char *want, int family);
 socklen_t devtcp_sockaddr(const struct devtcp_addr *a, uint16_t port, struct sockaddr_storage *ss);
@@ -263,8 +267,6 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx);
 void devtcp_devmem_unlink(struct devtcp_module *m, int fd);
 const void *devtcp_devmem_at(struct devtcp_module *m, const struct devmem_frag *f);
-bool devtcp_devmem_frags_ok(struct devtcp_module *m, struct devmem_rx *rx,
-			    const struct devmem_frag *f, unsigned int n);
 struct devmem_mem *devtcp_devmem_mem(struct devtcp_module *m);
 bool devtcp_devmem_on_gpu(struct devtcp_module *m);
 int devtcp_devmem_events(struct devtcp_module *m);
@@ -275,12 +277,35 @@ int devtcp_gpu_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 		    struct devmem_rx *rx, unsigned char *dst, size_t len);
 void devtcp_gpu_free(struct mca_btl_base_endpoint_t *ep);
 
+/* Milliseconds on the monotonic clock. */
+static inline uint64_t devtcp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline struct mca_btl_base_endpoint_t *devtcp_first_endpoint(struct devtcp_module *m)
+{
+	return __atomic_load_n(&m->endpoints, __ATOMIC_ACQUIRE);
+}
+
 /* btl_devtcp_endpoint.c */
 struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opal_proc_t *proc);
+struct mca_btl_base_endpoint_t *devtcp_endpoint_for_hello(struct devtcp_module *m,
+							  const opal_process_name_t *name,
+							  const struct sockaddr_storage *from);
+void devtcp_set_peer_timeout(int fd);
+int devtcp_read_some(int fd, void *buf, size_t want, size_t *done);
 void devtcp_endpoint_free(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep);
 int devtcp_endpoint_send(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 			 struct devtcp_frag *frag);
 int devtcp_progress_module(struct devtcp_module *m);
 void devtcp_endpoint_bye(struct mca_btl_base_endpoint_t *ep);
+
+/* btl_devtcp_accept.c */
+void devtcp_accept_all(struct devtcp_module *m, int lfd);
+void devtcp_pending_progress(struct devtcp_module *m, uint64_t now);
 
 #endif

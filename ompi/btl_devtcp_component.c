@@ -46,6 +46,31 @@ struct devtcp_component mca_btl_devtcp_component = {
 	.peer_timeout = 300,
 };
 
+/*
+ * @len random bytes into @buf (the kernel's CSPRNG: secrets, nonces,
+ * handles): 0, or -1 with errno set after saying what @what lacks.
+ */
+int devtcp_random(void *buf, size_t len, const char *what)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = getrandom((char *)buf + done, len - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : EIO;
+
+			opal_output(0, "btl:devtcp: no random bytes for %s: %s", what, strerror(err));
+			errno = err;
+			return -1;
+		}
+		done += n;
+	}
+	return 0;
+}
+
 static int reg_int(const char *name, const char *help, int *storage)
 {
 	return mca_base_component_var_register(&mca_btl_devtcp_component.super.btl_version,
@@ -334,10 +359,8 @@ static mca_btl_base_module_t **devtcp_init(int *num_btls, bool progress_threads,
 			    "%d: want at least 1 and at least 0", c->connect_timeout, c->peer_timeout);
 		return NULL;
 	}
-	if (getrandom(c->secret, sizeof(c->secret), 0) != sizeof(c->secret)) {
-		opal_output(0, "btl:devtcp: no random bytes for the job secret: %s", strerror(errno));
+	if (devtcp_random(c->secret, sizeof(c->secret), "the job secret") < 0)
 		return NULL;
-	}
 	if (c->family != 0 && c->family != 4 && c->family != 6) {
 		opal_output(0, "btl:devtcp: btl_devtcp_family is %d: want 0 (IPv4 where the "
 			    "interface has it, else IPv6), 4 or 6", c->family);

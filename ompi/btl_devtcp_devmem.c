@@ -28,6 +28,14 @@
 /* The window of a data link before its hello authenticates: room for the
  * hello, and little of the dma-buf. */
 #define DEVTCP_HELLO_WINDOW 4096
+/* Stack room of one receive of a hello (72 bytes): fragments and linear
+ * bytes; what does not fit is taken by the next turn of the loop. */
+#define DEVTCP_HELLO_FRAGS 16
+#define DEVTCP_HELLO_LINEAR 64
+/* An authenticated data link's most bytes per recvmsg: one call's control
+ * buffer holds that many bytes' fragment records; more calls take longer
+ * payloads. */
+#define DEVTCP_LINK_RECV_MAX (1 << 20)
 
 struct devtcp_devmem {
 	struct rdpm_client *rdpm;	/* set: rdpmd binds and steers */
@@ -408,18 +416,14 @@ int devtcp_devmem_read(struct devtcp_module *m, struct devmem_rx *rx, void *buf,
 		       size_t *done)
 {
 	while (*done < want) {
-		struct devmem_frag f[16];
-		unsigned char linear[64];
+		struct devmem_frag f[DEVTCP_HELLO_FRAGS];
+		unsigned char linear[DEVTCP_HELLO_LINEAR];
 		unsigned int n = 0, i;
 		ssize_t got;
 		int err = 0;
 
-		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, 16, &n, linear,
+		got = devmem_rx_recv_upto(rx, want - *done, MSG_DONTWAIT, f, DEVTCP_HELLO_FRAGS, &n, linear,
 					  sizeof(linear));
-		if (!devtcp_devmem_frags_ok(m, rx, f, n)) {
-			errno = EPROTO;
-			return -1;
-		}
 		for (i = 0; i < n; i++) {
 			char *to = (char *)buf + *done;
 
@@ -467,7 +471,7 @@ int devtcp_devmem_link(struct devtcp_module *m, int fd, struct devmem_rx **rx)
 	d->links = links;
 	/* libdevmem refuses any fragment outside our dma-buf, for the copy and
 	 * the GPU unpack paths alike */
-	if (devmem_rx_open(&full, fd, 1 << 20))
+	if (devmem_rx_open(&full, fd, DEVTCP_LINK_RECV_MAX))
 		return devmem_error("cannot receive on a data link");
 	if (devmem_rx_set_buffer(full, dmabuf_id(d), devmem_mem_size(d->mem))) {
 		devmem_rx_close(full);
@@ -508,37 +512,8 @@ void devtcp_devmem_unlink(struct devtcp_module *m, int fd)
 		}
 }
 
-/*
- * Whether the kernel's fragments are what this socket can receive: linear
- * bytes no larger than said, or pieces of our own dma-buf (its id) within
- * it. Anything else is refused before an offset is turned into an address.
- */
-bool devtcp_devmem_frags_ok(struct devtcp_module *m, struct devmem_rx *rx,
-			    const struct devmem_frag *f, unsigned int n)
-{
-	struct devtcp_devmem *d = m->devmem;
-	uint64_t size = d ? devmem_mem_size(d->mem) : 0;
-
-	for (unsigned int i = 0; i < n; i++) {
-		if (!f[i].dmabuf_id)
-			continue;
-		if (!d || f[i].dmabuf_id != dmabuf_id(d) || f[i].offset > size ||
-		    f[i].len > size - f[i].offset) {
-			opal_output(0, "btl:devtcp: devmem: a fragment of dma-buf %u at offset %llu, "
-				    "%u bytes, is not in this rank's dma-buf (%u, %llu bytes): refused",
-				    f[i].dmabuf_id, (unsigned long long)f[i].offset, f[i].len,
-				    d ? dmabuf_id(d) : 0, (unsigned long long)size);
-			/* the kernel's tokens of the batch, all of them, back */
-			for (unsigned int j = 0; j < n; j++)
-				devmem_rx_release(rx, &f[j]);
-			devmem_rx_flush(rx);
-			return false;
-		}
-	}
-	return true;
-}
-
-/* A fragment's bytes in the mapped dma-buf (devtcp_devmem_frags_ok passed). */
+/* A fragment's bytes in the mapped dma-buf (libdevmem checked that it lies
+ * inside: devmem_rx_set_buffer). */
 const void *devtcp_devmem_at(struct devtcp_module *m, const struct devmem_frag *f)
 {
 	return m->devmem->map + f->offset;

@@ -11,7 +11,6 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,32 +24,15 @@
 /* A connector gives the TCP handshake this many times
  * btl_devtcp_connect_timeout: time for a few SYN retries. */
 #define DEVTCP_CONNECT_TRIES 5
-/* Connections accepted in one progress call: the listeners never leave
- * the poll set, so the rest come at the next. */
-#define DEVTCP_ACCEPT_BURST (2 * DEVTCP_MAX_PENDING)
 /* Messages taken from one peer in one progress call, so no peer starves. */
 #define DEVTCP_RX_BURST 16
 /* A put from a devmem link is read and handed back in batches of this many
  * bytes at most. */
 #define DEVTCP_PUT_BATCH (256 * 1024)
 
-/* Milliseconds on the monotonic clock. */
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool same_name(const opal_process_name_t *a, const opal_process_name_t *b)
 {
 	return a->jobid == b->jobid && a->vpid == b->vpid;
-}
-
-static struct mca_btl_base_endpoint_t *first_endpoint(struct devtcp_module *m)
-{
-	return __atomic_load_n(&m->endpoints, __ATOMIC_ACQUIRE);
 }
 
 static struct mca_btl_base_endpoint_t *endpoint_find(struct devtcp_module *m,
@@ -58,7 +40,7 @@ static struct mca_btl_base_endpoint_t *endpoint_find(struct devtcp_module *m,
 {
 	struct mca_btl_base_endpoint_t *ep;
 
-	for (ep = first_endpoint(m); ep; ep = ep->next)
+	for (ep = devtcp_first_endpoint(m); ep; ep = ep->next)
 		if (same_name(&ep->name, name))
 			return ep;
 	return NULL;
@@ -166,9 +148,9 @@ struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opa
  * holds: nothing here waits, and nothing is kept for a process whose
  * addresses the connection does not come from.
  */
-static struct mca_btl_base_endpoint_t *endpoint_for_hello(struct devtcp_module *m,
-							   const opal_process_name_t *name,
-							   const struct sockaddr_storage *from)
+struct mca_btl_base_endpoint_t *devtcp_endpoint_for_hello(struct devtcp_module *m,
+							  const opal_process_name_t *name,
+							  const struct sockaddr_storage *from)
 {
 	struct mca_btl_base_endpoint_t *ep = endpoint_find(m, name);
 	opal_process_name_t me = OPAL_PROC_MY_NAME;
@@ -262,14 +244,25 @@ static void fail_peer(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, info);
 }
 
+/* libdevmem refused a fragment of a data link (devmem_rx_set_buffer: not
+ * in this rank's dma-buf) and handed its tokens back: the peer goes. */
+static void fail_peer_refused(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep)
+{
+	char what[384];
+
+	snprintf(what, sizeof(what), "devmem: a fragment outside this rank's dma-buf was "
+		 "refused (%s)", devmem_last_error());
+	fail_peer(m, ep, what, 0);
+}
+
 /* Something every peer depends on broke: the job cannot go on. */
 static void fail_all(struct devtcp_module *m, const char *what)
 {
 	struct mca_btl_base_endpoint_t *ep;
 
-	for (ep = first_endpoint(m); ep; ep = ep->next)
+	for (ep = devtcp_first_endpoint(m); ep; ep = ep->next)
 		fail_peer(m, ep, what, 0);
-	if (!first_endpoint(m) && m->error_cb)
+	if (!devtcp_first_endpoint(m) && m->error_cb)
 		m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, (char *)what);
 }
 
@@ -293,7 +286,7 @@ static int write_all(int fd, const void *buf, size_t len)
 /* A peer host that dies without a reset fails the connection within
  * btl_devtcp_peer_timeout seconds, idle (keepalive) or sending (the user
  * timeout), instead of hanging the job. */
-static void set_peer_timeout(int fd)
+void devtcp_set_peer_timeout(int fd)
 {
 	int t = mca_btl_devtcp_component.peer_timeout, one = 1, cnt = 3;
 	int idle = t / 2 ? t / 2 : 1, intvl = t / 6 ? t / 6 : 1;
@@ -316,7 +309,7 @@ static void set_peer_timeout(int fd)
 static int connect_within(int fd, const struct sockaddr *to, socklen_t len, int secs)
 {
 	int flags = fcntl(fd, F_GETFL), err = 0;
-	uint64_t deadline = now_ms() + 1000ull * secs;
+	uint64_t deadline = devtcp_now_ms() + 1000ull * secs;
 	socklen_t err_len = sizeof(err);
 
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
@@ -326,7 +319,7 @@ static int connect_within(int fd, const struct sockaddr *to, socklen_t len, int 
 			return -1;
 		for (;;) {
 			struct pollfd p = { .fd = fd, .events = POLLOUT };
-			uint64_t now = now_ms();
+			uint64_t now = devtcp_now_ms();
 			int n;
 
 			if (now >= deadline) {
@@ -374,7 +367,7 @@ static int open_link(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep
 	fd = socket(ep->addr.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (getrandom(hello.nonce, sizeof(hello.nonce), 0) != sizeof(hello.nonce) ||
+	if (devtcp_random(hello.nonce, sizeof(hello.nonce), "a hello's nonce") < 0 ||
 	    bind(fd, (struct sockaddr *)&me_ss, me_len) < 0 ||
 	    connect_within(fd, (struct sockaddr *)&ss, len,
 			   DEVTCP_CONNECT_TRIES * mca_btl_devtcp_component.connect_timeout) < 0 ||
@@ -387,7 +380,7 @@ static int open_link(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep
 	}
 	devtcp_tuple(&t, &src, &ss);
 	devtcp_hello_mac(ep->key, &hello, &t, hello.mac);
-	set_peer_timeout(fd);
+	devtcp_set_peer_timeout(fd);
 	if (write_all(fd, &hello, sizeof(hello)) < 0) {
 		int err = errno;
 
@@ -670,7 +663,7 @@ static ssize_t recv_once(int fd, void *buf, size_t len)
 
 /* Reads into buf until want bytes are there; 1 done, 0 later, -1 error or
  * EOF (errno 0). */
-static int read_some(int fd, void *buf, size_t want, size_t *done)
+int devtcp_read_some(int fd, void *buf, size_t want, size_t *done)
 {
 	while (*done < want) {
 		ssize_t n = recv_once(fd, (char *)buf + *done, want - *done);
@@ -691,7 +684,7 @@ static bool ctrl_buffered(const struct mca_btl_base_endpoint_t *ep)
 	return ep->cb_end > ep->cb_start;
 }
 
-/* read_some() of the control connection (ctx: the endpoint), through its
+/* devtcp_read_some() of the control connection (ctx: the endpoint), through its
  * buffer: devtcp_ctrl_step's reader. */
 static int ctrl_read(void *ctx, void *dst, size_t want, size_t *done)
 {
@@ -710,7 +703,7 @@ static int ctrl_read(void *ctx, void *dst, size_t want, size_t *done)
 		}
 		ep->cb_start = ep->cb_end = 0;
 		if (want - *done >= DEVTCP_CTRL_BUF)	/* a big one goes straight in */
-			return read_some(ep->rx_ctrl_fd, dst, want, done);
+			return devtcp_read_some(ep->rx_ctrl_fd, dst, want, done);
 		if (!ep->cb && !(ep->cb = malloc(DEVTCP_CTRL_BUF))) {
 			errno = ENOMEM;
 			return -1;
@@ -770,8 +763,7 @@ static int took(struct mca_btl_base_endpoint_t *ep, ssize_t n)
 /* A message's payload from a devmem link, as fragments: dma-buf pieces as
  * they landed, linear pieces copied into rx_data. 1 when all data_len bytes
  * are in, 0 later, -1 on error (errno; 0 for EOF). */
-static int read_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
-		       struct devmem_rx *rx, size_t len)
+static int read_devmem(struct mca_btl_base_endpoint_t *ep, struct devmem_rx *rx, size_t len)
 {
 	while (ep->rx_done < len) {
 		unsigned int got = 0;
@@ -784,10 +776,6 @@ static int read_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *
 					ep->rx_frags + ep->rx_nfrags,
 					ep->rx_frags_cap - ep->rx_nfrags, &got,
 					ep->rx_data + ep->rx_linear, len - ep->rx_linear);
-		if (!devtcp_devmem_frags_ok(m, rx, ep->rx_frags + ep->rx_nfrags, got)) {
-			errno = EPROTO;
-			return -1;
-		}
 		for (unsigned int i = 0; i < got; i++)
 			if (!ep->rx_frags[ep->rx_nfrags + i].dmabuf_id)
 				ep->rx_linear += ep->rx_frags[ep->rx_nfrags + i].len;
@@ -827,10 +815,6 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 			want = ep->rx_data_cap;
 		n = devmem_rx_recv_upto(rx, want, MSG_DONTWAIT, ep->rx_frags, ep->rx_frags_cap,
 					&got, ep->rx_data, ep->rx_data_cap);
-		if (!devtcp_devmem_frags_ok(m, rx, ep->rx_frags, got)) {
-			errno = EPROTO;
-			return -1;
-		}
 		for (i = 0; i < got; i++) {
 			const struct devmem_frag *f = &ep->rx_frags[i];
 
@@ -854,7 +838,7 @@ static int put_devmem(struct devtcp_module *m, struct mca_btl_base_endpoint_t *e
 	return 1;
 }
 
-/* read_some() of len bytes that go nowhere, through buf (cap bytes). */
+/* devtcp_read_some() of len bytes that go nowhere, through buf (cap bytes). */
 static int drop_some(int fd, unsigned char *buf, size_t cap, size_t want, size_t *done)
 {
 	while (*done < want) {
@@ -886,7 +870,7 @@ static int put_recv(struct devtcp_module *m, struct mca_btl_base_endpoint_t *ep,
 	else if (rx)
 		rc = put_devmem(m, ep, rx, dst, fr->data_len);
 	else if (dst)
-		rc = read_some(fd, dst, fr->data_len, &ep->rx_done);
+		rc = devtcp_read_some(fd, dst, fr->data_len, &ep->rx_done);
 	else
 		rc = drop_some(fd, ep->rx_data, ep->rx_data_cap, fr->data_len, &ep->rx_done);
 	if (mine)
@@ -1052,7 +1036,7 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				/* its connection is still being accepted (or
 				 * never comes: check_deadlines) */
 				if (!ep->rx_link_wait)
-					ep->rx_link_wait = now_ms();
+					ep->rx_link_wait = devtcp_now_ms();
 				return delivered;
 			}
 			ep->rx_link_wait = 0;
@@ -1066,9 +1050,9 @@ static int recv_progress(struct devtcp_module *m, struct mca_btl_base_endpoint_t
 				rc = devtcp_gpu_recv(m, ep, ep->rx_devmem[fr->link], ep->rx_data,
 						     fr->data_len);
 			else if (ep->rx_devmem[fr->link])
-				rc = read_devmem(m, ep, ep->rx_devmem[fr->link], fr->data_len);
+				rc = read_devmem(ep, ep->rx_devmem[fr->link], fr->data_len);
 			else
-				rc = read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
+				rc = devtcp_read_some(ep->rx_data_fd[fr->link], ep->rx_data, fr->data_len,
 					       &ep->rx_done);
 put_read:
 			if (rc <= 0)
@@ -1099,7 +1083,9 @@ put_read:
 			m->bytes_linear += fr->data_len;
 			goto deliver;
 		}
-		if (rc < 0)
+		if (rc < 0 && errno == EBADMSG)
+			fail_peer_refused(m, ep);
+		else if (rc < 0)
 			fail_peer(m, ep, errno ? "receive failed" : "connection closed mid-job",
 				  errno);
 		return delivered;
@@ -1119,246 +1105,6 @@ deliver:
 	return delivered;
 }
 
-/* A connection that did not make it to a peer: closed, counted, said at
- * verbosity 1 (who can reach the port can make many). */
-static void refuse(struct devtcp_module *m, struct devtcp_pending *p, const char *why)
-{
-	char ip[DEVTCP_ADDRSTRLEN];
-
-	m->refused++;
-	if (!inet_ntop(p->tuple.family, p->tuple.src, ip, sizeof(ip)))
-		snprintf(ip, sizeof(ip), "?");
-	devtcp_verbose(1, "%s: refused a connection from %s port %u: %s", m->ifname, ip,
-		       ntohs(p->tuple.src_port), why);
-}
-
-static void pending_free(struct devtcp_module *m, struct devtcp_pending *p)
-{
-	if (p->rx)
-		devmem_rx_close(p->rx);
-	if (p->fd >= 0)
-		close(p->fd);
-	m->npending--;
-	free(p);
-}
-
-static bool same_source(const struct devtcp_tuple *a, const struct devtcp_tuple *b)
-{
-	return a->family == b->family && !memcmp(a->src, b->src, sizeof(a->src));
-}
-
-/*
- * Whether a connection from @ss may be a peer's: it comes from an address
- * a process of the job published. Until every process of the job has an
- * endpoint (the PML adds the rest lazily in large jobs), any address may
- * be one of theirs.
- */
-static bool from_job(struct devtcp_module *m, const struct sockaddr_storage *ss)
-{
-	uint32_t size = __atomic_load_n(&m->job_size, __ATOMIC_RELAXED);
-	struct mca_btl_base_endpoint_t *ep;
-
-	for (ep = first_endpoint(m); ep; ep = ep->next)
-		if (devtcp_from(ep->addrs, ep->naddrs, ss))
-			return true;
-	return !size || __atomic_load_n(&m->job_peers, __ATOMIC_RELAXED) + 1 < size;
-}
-
-/*
- * Room for one more connection without a hello (counted in npending, not
- * yet in the list): past DEVTCP_MAX_PENDING_SRC
- * from its source address, or DEVTCP_MAX_PENDING in all, the oldest (of
- * that source, or of all) is closed. A peer's hello follows its connect at
- * once and is read as soon as the connection is accepted, so only
- * connections that keep silent grow old; the listeners are never left.
- */
-static void make_room(struct devtcp_module *m, const struct devtcp_tuple *t)
-{
-	struct devtcp_pending **pp, **oldest = NULL, **oldest_src = NULL, *p;
-	unsigned int from_src = 0;
-
-	for (pp = &m->pending; *pp; pp = &(*pp)->next) {
-		if (!oldest || (*pp)->deadline < (*oldest)->deadline)
-			oldest = pp;
-		if (same_source(&(*pp)->tuple, t)) {
-			from_src++;
-			if (!oldest_src || (*pp)->deadline < (*oldest_src)->deadline)
-				oldest_src = pp;
-		}
-	}
-	if (from_src >= DEVTCP_MAX_PENDING_SRC)
-		pp = oldest_src;
-	else if (m->npending > DEVTCP_MAX_PENDING)	/* the new one counted */
-		pp = oldest;
-	else
-		return;
-	p = *pp;
-	*pp = p->next;
-	m->evicted++;
-	refuse(m, p, from_src >= DEVTCP_MAX_PENDING_SRC ?
-		     "evicted: too many connections without a hello from its address" :
-		     "evicted: too many connections without a hello");
-	pending_free(m, p);
-}
-
-static bool pending_read(struct devtcp_module *m, struct devtcp_pending *p, uint64_t now);
-
-/* Takes the connections off a listener (at most DEVTCP_ACCEPT_BURST a
- * call, so that a stranger reconnecting at once starves no peer's
- * messages): one from an address none of the job's processes published is
- * refused at once; the others wait for their hello, which is read at once
- * if it is there. */
-static void accept_all(struct devtcp_module *m, int lfd)
-{
-	for (int n = 0; n < DEVTCP_ACCEPT_BURST; n++) {
-		struct sockaddr_storage peer, local;
-		socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
-		int fd = accept4(lfd, (struct sockaddr *)&peer, &peer_len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct devtcp_pending *p;
-		uint64_t now = now_ms();
-
-		if (fd < 0)
-			return;
-		if (getsockname(fd, (struct sockaddr *)&local, &local_len) < 0 ||
-		    peer.ss_family != m->addr.family) {
-			close(fd);
-			continue;
-		}
-		p = calloc(1, sizeof(*p));
-		if (!p) {
-			close(fd);
-			continue;
-		}
-		m->npending++;
-		p->fd = fd;
-		p->data = lfd == m->data_listen;
-		p->deadline = now + 1000ull * mca_btl_devtcp_component.connect_timeout;
-		devtcp_tuple(&p->tuple, &peer, &local);
-		if (!from_job(m, &peer)) {
-			m->strangers++;
-			refuse(m, p, "not from an address of the job's processes");
-			pending_free(m, p);
-			continue;
-		}
-		if (p->data && devtcp_devmem_accept(m, fd, &p->rx) != OPAL_SUCCESS) {
-			refuse(m, p, "cannot receive it with devmem");
-			pending_free(m, p);
-			continue;
-		}
-		set_peer_timeout(fd);
-		if (pending_read(m, p, now)) {
-			pending_free(m, p);
-			continue;
-		}
-		make_room(m, &p->tuple);
-		p->next = m->pending;
-		m->pending = p;
-	}
-}
-
-/*
- * A connection's hello: it must be meant for us and prove that its opener
- * knows our secret (which only the job's processes have, through the
- * modex), name a process of the job whose published addresses it comes
- * from, and fill a slot that was never filled. Then it is that peer's.
- */
-static int hello_done(struct devtcp_module *m, struct devtcp_pending *p)
-{
-	struct devtcp_component *c = &mca_btl_devtcp_component;
-	struct devtcp_hello *h = &p->hello;
-	opal_process_name_t name, me = OPAL_PROC_MY_NAME;
-	struct mca_btl_base_endpoint_t *ep;
-	struct sockaddr_storage from;
-	enum devtcp_verdict v;
-	char why[128];
-	bool *used;
-	int *slot;
-
-	v = devtcp_hello_check(h, c->data_links, me.jobid, me.vpid, c->secret, &p->tuple);
-	if (v != DEVTCP_OK) {
-		refuse(m, p, devtcp_verdict_str(v));
-		return -1;
-	}
-	if ((h->kind == DEVTCP_LINK_DATA) != p->data) {
-		refuse(m, p, p->data ? "a control hello on the data port"
-				     : "a data link's hello on the control port");
-		return -1;
-	}
-	name.jobid = ntohl(h->jobid);
-	name.vpid = ntohl(h->vpid);
-	memset(&from, 0, sizeof(from));
-	from.ss_family = p->tuple.family;
-	if (from.ss_family == AF_INET)
-		memcpy(&((struct sockaddr_in *)&from)->sin_addr, p->tuple.src, 4);
-	else
-		memcpy(&((struct sockaddr_in6 *)&from)->sin6_addr, p->tuple.src, 16);
-	ep = endpoint_for_hello(m, &name, &from);
-	if (!ep) {
-		snprintf(why, sizeof(why), "claims to be %u.%u, whose published addresses it does "
-			 "not come from", name.jobid, name.vpid);
-		refuse(m, p, why);
-		return -1;
-	}
-	used = h->kind == DEVTCP_LINK_CTRL ? &ep->rx_ctrl_used : &ep->rx_data_used[h->index];
-	slot = h->kind == DEVTCP_LINK_CTRL ? &ep->rx_ctrl_fd : &ep->rx_data_fd[h->index];
-	if (*used) {
-		snprintf(why, sizeof(why), "a second %s connection %u of %u.%u",
-			 h->kind == DEVTCP_LINK_CTRL ? "control" : "data", h->index, name.jobid,
-			 name.vpid);
-		refuse(m, p, why);
-		return -1;
-	}
-	if (p->rx && devtcp_devmem_link(m, p->fd, &p->rx) != OPAL_SUCCESS) {
-		refuse(m, p, "cannot set up its devmem receive");
-		return -1;
-	}
-	*used = true;
-	*slot = p->fd;
-	p->fd = -1;
-	if (h->kind == DEVTCP_LINK_DATA) {
-		ep->rx_devmem[h->index] = p->rx;
-		p->rx = NULL;
-	}
-	return 0;
-}
-
-/* Reads what there is of p's hello; true when p is done with (it joined
- * a peer, or was refused), false while it may still come. */
-static bool pending_read(struct devtcp_module *m, struct devtcp_pending *p, uint64_t now)
-{
-	int rc = p->rx ? devtcp_devmem_read(m, p->rx, &p->hello, sizeof(p->hello), &p->got)
-		       : read_some(p->fd, &p->hello, sizeof(p->hello), &p->got);
-
-	if (rc == 0 && now < p->deadline)
-		return false;
-	if (rc == 0) {
-		m->hello_timeouts++;
-		refuse(m, p, "no hello within btl_devtcp_connect_timeout");
-	} else if (rc < 0) {
-		refuse(m, p, errno ? strerror(errno) : "closed before its hello");
-	} else {
-		hello_done(m, p);
-	}
-	return true;
-}
-
-static void pending_progress(struct devtcp_module *m, uint64_t now)
-{
-	struct devtcp_pending **pp = &m->pending;
-
-	while (*pp) {
-		struct devtcp_pending *p = *pp;
-
-		if (!pending_read(m, p, now)) {
-			pp = &p->next;
-			continue;
-		}
-		*pp = p->next;
-		pending_free(m, p);
-	}
-}
-
 /* Once a second: connections past their hello deadline are closed, and a
  * peer whose message waits for a data link that does not come is failed
  * (twice the deadline: the link may wait in the backlog behind others). */
@@ -1370,8 +1116,8 @@ static void check_deadlines(struct devtcp_module *m, uint64_t now)
 	if (now < m->next_check)
 		return;
 	m->next_check = now + 1000;
-	pending_progress(m, now);
-	for (ep = first_endpoint(m); ep; ep = ep->next)
+	devtcp_pending_progress(m, now);
+	for (ep = devtcp_first_endpoint(m); ep; ep = ep->next)
 		if (ep->rx_link_wait && now - ep->rx_link_wait > wait && !ep->failed) {
 			char what[128];
 
@@ -1394,7 +1140,7 @@ static size_t poll_set(struct devtcp_module *m)
 
 	for (p = m->pending; p; p = p->next)
 		want++;
-	for (ep = first_endpoint(m); ep; ep = ep->next)
+	for (ep = devtcp_first_endpoint(m); ep; ep = ep->next)
 		want++;
 	if (want > m->pfd_cap) {
 		struct pollfd *pfd = realloc(m->pfd, want * 2 * sizeof(*pfd));
@@ -1417,7 +1163,7 @@ static size_t poll_set(struct devtcp_module *m)
 		m->pep[n] = NULL;
 		m->pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
 	}
-	for (ep = first_endpoint(m); ep; ep = ep->next) {
+	for (ep = devtcp_first_endpoint(m); ep; ep = ep->next) {
 		int fd = ep->rx_state == RX_DATA ? ep->rx_data_fd[ep->crx.frame.link] : ep->rx_ctrl_fd;
 
 		if (fd < 0 || ep->failed)
@@ -1436,12 +1182,12 @@ static int recv_all(struct devtcp_module *m)
 	size_t n, i;
 	int events = 0;
 
-	check_deadlines(m, now_ms());
+	check_deadlines(m, devtcp_now_ms());
 	n = poll_set(m);
 	if (!n)
 		return 0;
 	/* Messages already in a control buffer need no readiness. */
-	for (ep = first_endpoint(m); ep; ep = ep->next)
+	for (ep = devtcp_first_endpoint(m); ep; ep = ep->next)
 		if (ctrl_buffered(ep) && ep->rx_state != RX_DATA && !ep->failed)
 			events += recv_progress(m, ep);
 	if (poll(m->pfd, n, 0) <= 0)
@@ -1454,11 +1200,11 @@ static int recv_all(struct devtcp_module *m)
 	/* hellos first, so that a flood of new connections evicts none that
 	 * has one waiting */
 	if (hello)
-		pending_progress(m, now_ms());
+		devtcp_pending_progress(m, devtcp_now_ms());
 	if (m->pfd[0].revents)
-		accept_all(m, m->ctrl_listen);
+		devtcp_accept_all(m, m->ctrl_listen);
 	if (m->pfd[1].revents)
-		accept_all(m, m->data_listen);
+		devtcp_accept_all(m, m->data_listen);
 	/* Endpoints are freed only at finalize, so m->pep stays valid. */
 	for (i = 3; i < n; i++)
 		if (m->pfd[i].revents && m->pep[i])
@@ -1472,7 +1218,7 @@ int devtcp_progress_module(struct devtcp_module *m)
 	int events = 0;
 
 	if (__atomic_load_n(&m->sending, __ATOMIC_RELAXED))
-		for (ep = first_endpoint(m); ep; ep = ep->next)
+		for (ep = devtcp_first_endpoint(m); ep; ep = ep->next)
 			events += send_progress(m, ep);
 	/* One thread receives at a time; the others have nothing to wait for. */
 	if (pthread_mutex_trylock(&m->rx_lock))

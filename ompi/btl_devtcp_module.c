@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "opal/class/opal_bitmap.h"
@@ -288,7 +287,7 @@ static mca_btl_base_registration_handle_t *devtcp_register_mem(mca_btl_base_modu
 	};
 	pthread_mutex_lock(&m->reg_lock);
 	do {
-		if (getrandom(&id, sizeof(id), 0) != sizeof(id)) {
+		if (devtcp_random(&id, sizeof(id), "a registration's handle") < 0) {
 			pthread_mutex_unlock(&m->reg_lock);
 			free(r);
 			return NULL;

@@ -35,7 +35,9 @@ struct devtcp_hello {
 	uint32_t vpid;
 	uint32_t to_jobid;	/* the acceptor it means */
 	uint32_t to_vpid;
-	uint8_t nonce[DEVTCP_NONCE_LEN];
+	uint8_t nonce[DEVTCP_NONCE_LEN];	/* random, never checked: it only makes each
+					 * hello's MAC unique, so two hellos on identical
+					 * tuples (a port reused) differ */
 	uint8_t mac[SHA256_LEN];
 };
 

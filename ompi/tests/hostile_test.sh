@@ -52,23 +52,29 @@ fails=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-timeout 120 mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
-	--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 5 \
-	--mca btl_devtcp_connect_timeout 2 ${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" \
-	selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
-mpirun_pid=$!
-# rank 0's ports and jobid
-for _ in $(seq 300); do
-	grep -q "^\[1,0\]<stdout>:ready:" "$tmp/out" && break
-	kill -0 $mpirun_pid 2> /dev/null || break
-	sleep 0.1
-done
-ports=$(sed -n 's/^\[1,0\]<stderr>:.*btl:devtcp: lo 127.0.0.1\/[0-9]*: control port \([0-9]*\), data port \([0-9]*\),.*/\1 \2/p' "$tmp/out")
-jobid=$(sed -n 's/^\[1,0\]<stdout>:ready: pid [0-9]* jobid \([0-9]*\)$/\1/p' "$tmp/out")
-if [ -z "$ports" ] || [ -z "$jobid" ]; then
-	echo "FAIL: rank 0 did not say its ports and jobid:"; sed 's/^/  /' "$tmp/out" | tail -20
-	exit 1
-fi
+# start_job: a 2-rank job in the background (mpirun_pid, output in
+# $tmp/out) whose ranks wait inside MPI for $tmp/go; sets ports (rank 0's
+# control and data ports) and jobid, or fails the test.
+start_job() {
+	timeout 120 mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
+		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 5 \
+		--mca btl_devtcp_connect_timeout 2 ${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" \
+		selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
+	mpirun_pid=$!
+	for _ in $(seq 300); do
+		grep -q "^\[1,0\]<stdout>:ready:" "$tmp/out" && break
+		kill -0 $mpirun_pid 2> /dev/null || break
+		sleep 0.1
+	done
+	ports=$(sed -n 's/^\[1,0\]<stderr>:.*btl:devtcp: lo 127.0.0.1\/[0-9]*: control port \([0-9]*\), data port \([0-9]*\),.*/\1 \2/p' "$tmp/out")
+	jobid=$(sed -n 's/^\[1,0\]<stdout>:ready: pid [0-9]* jobid \([0-9]*\)$/\1/p' "$tmp/out")
+	if [ -z "$ports" ] || [ -z "$jobid" ]; then
+		echo "FAIL: rank 0 did not say its ports and jobid:"; sed 's/^/  /' "$tmp/out" | tail -20
+		exit 1
+	fi
+}
+
+start_job
 python3 ompi/tests/hostile_peer.py 127.0.0.1 $ports "$jobid" 2 || bad "the hostile peer's findings above"
 touch "$tmp/go"
 wait $mpirun_pid
@@ -102,18 +108,7 @@ fi
 # connections without a hello from 127.0.0.1, the oldest closed first,
 # while the connector's connect() is bounded anyway.
 rm -f "$tmp/go" "$tmp/stop"
-timeout 120 mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
-	--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 5 \
-	--mca btl_devtcp_connect_timeout 2 ${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" \
-	selftests/ompi/mpi_hostile "$tmp/go" > "$tmp/out" 2>&1 &
-mpirun_pid=$!
-for _ in $(seq 300); do
-	grep -q "^\[1,0\]<stdout>:ready:" "$tmp/out" && break
-	kill -0 $mpirun_pid 2> /dev/null || break
-	sleep 0.1
-done
-ports=$(sed -n 's/^\[1,0\]<stderr>:.*btl:devtcp: lo 127.0.0.1\/[0-9]*: control port \([0-9]*\), data port \([0-9]*\),.*/\1 \2/p' "$tmp/out")
-[ -n "$ports" ] || { echo "FAIL: flood: rank 0 did not say its ports"; tail -20 "$tmp/out"; exit 1; }
+start_job
 python3 ompi/tests/hostile_peer.py flood 127.0.0.1 $ports "$tmp/stop" > "$tmp/flood" 2>&1 &
 flood_pid=$!
 for _ in $(seq 50); do grep -q "holding" "$tmp/flood" && break; sleep 0.1; done
@@ -145,14 +140,18 @@ else
 	bad "flood: rank 0 neither closed old connections for new ones nor refused strangers at once: '$line'"
 fi
 
-gcc -std=gnu11 -Wall -Wextra -Werror -shared -fPIC -o "$tmp/rogue.so" ompi/tests/rogue_rank.c -ldl ||
+gcc -std=gnu11 -Wall -Wextra -Werror -shared -fPIC -Iompi -Iuserspace/common -o "$tmp/rogue.so" \
+	ompi/tests/rogue_rank.c -ldl ||
 	{ echo "FAIL: rogue_rank.c does not build"; exit 1; }
 touch "$tmp/go"
-# rogue MODE MESSAGE: rank 0 says MESSAGE about rank 1 and nothing crashes.
-# A rank whose connections are refused before they join (srcaddr) is not
-# told so: that job then waits, and is ended by the timeout.
+# rogue MODE MESSAGE: rank 0 says MESSAGE about rank 1, nothing crashes
+# and the job fails: the PML ends it with an error status, rank 0 never
+# finishing its checks. A rank whose connections are refused before they
+# join (srcaddr) is not told so: that job waits, is ended by the timeout
+# (status 124), and rank 0 must have refused every connection rank 1 made
+# (a control connection and a data link, at least) with none joining.
 rogue() {
-	local mode=$1 msg=$2 out rc limit=20
+	local mode=$1 msg=$2 out rc limit=20 n
 	[ "$mode" = srcaddr ] && limit=8
 	out=$(timeout $limit mpirun "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
 		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_verbose 1 \
@@ -160,14 +159,22 @@ rogue() {
 		"${san[@]}" -x ROGUE_MODE="$mode" \
 		selftests/ompi/mpi_hostile "$tmp/go" 2>&1)
 	rc=$?
+	n=$(grep -c "^\[1,0\]<stderr>:.*btl:devtcp: .*$msg" <<< "$out")
 	# (mpirun, ended by the timeout, says "Forwarding signal 18 to job")
 	if grep -v "Forwarding signal" <<< "$out" |
 	   grep -qiE "segmentation|signal [0-9]|core dumped|Sanitizer|runtime error"; then
 		bad "rogue rank 1 ($mode): a rank crashed:"; sed 's/^/  /' <<< "$out" | tail -10
-	elif [ $rc = 124 ] && [ "$mode" != srcaddr ]; then
-		bad "rogue rank 1 ($mode): the job hung:"; sed 's/^/  /' <<< "$out" | tail -10
-	elif grep -q "^\[1,0\]<stderr>:.*btl:devtcp: .*$msg" <<< "$out"; then
-		ok "rogue rank 1 ($mode): rank 0: $(grep -o "btl:devtcp: .*$msg.*" <<< "$out" | head -1)"
+	elif grep -q "^\[1,0\]<stdout>:ok:" <<< "$out"; then
+		bad "rogue rank 1 ($mode): rank 0 finished its checks with the rogue peer:"
+		sed 's/^/  /' <<< "$out" | tail -10
+	elif [ "$mode" != srcaddr ] && { [ $rc = 0 ] || [ $rc = 124 ]; }; then
+		bad "rogue rank 1 ($mode): the job did not fail (exit $rc):"
+		sed 's/^/  /' <<< "$out" | tail -10
+	elif [ "$mode" = srcaddr ] && { [ $rc != 124 ] || [ "$n" -lt 2 ]; }; then
+		bad "rogue rank 1 ($mode): exit $rc, $n connection(s) refused, not 124 and at least 2:"
+		sed 's/^/  /' <<< "$out" | tail -10
+	elif [ "$n" -gt 0 ]; then
+		ok "rogue rank 1 ($mode): exit $rc, rank 0 ($n time(s)): $(grep -o "btl:devtcp: .*$msg.*" <<< "$out" | head -1)"
 	else
 		bad "rogue rank 1 ($mode): rank 0 did not say '$msg' (exit $rc):"
 		sed 's/^/  /' <<< "$out" | tail -10

@@ -27,11 +27,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define HELLO_MAGIC 0x64747062u
-#define FRAME_PUT 0x02
+#include "btl_devtcp_wire.h"
 
 /* Our control connections: those we sent a control hello on (the
- * runtime's own sockets carry frames of 16 bytes too). */
+ * runtime's own sockets carry writes of a frame's size too). */
 static bool ctrl_fd[1024];
 
 static const char *mode(void)
@@ -49,21 +48,26 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 
 	if (!real)
 		real = (ssize_t (*)(int, const struct iovec *, int))dlsym(RTLD_NEXT, "writev");
-	/* a whole frame (16 bytes: tag, flags, link, pad, ctrl_len, data_len)
-	 * and what follows it */
-	if (!done && fd >= 0 && fd < 1024 && ctrl_fd[fd] && n >= 2 && iov[0].iov_len == 16) {
-		unsigned char *f = iov[0].iov_base;
+	/* a whole frame and what follows it */
+	if (!done && fd >= 0 && fd < 1024 && ctrl_fd[fd] && n >= 2 &&
+	    iov[0].iov_len == sizeof(struct devtcp_frame)) {
+		struct devtcp_frame *f = iov[0].iov_base;
+		struct devtcp_put put;
 
-		if (!strcmp(m, "tag") && !f[1]) {
-			f[0] = 0xee;
+		if (!strcmp(m, "tag") && !f->flags) {
+			f->tag = 0xee;
 			done = true;
-		} else if (!strcmp(m, "short") && !f[1]) {
-			memset(f + 4, 0, 4);
+		} else if (!strcmp(m, "short") && !f->flags) {
+			f->ctrl_len = 0;
 			done = true;
-		} else if (!strcmp(m, "put") && f[1] == FRAME_PUT && iov[1].iov_len >= 8) {
-			uint64_t to = 0x1000;	/* the address is the put's last 8 bytes */
+		} else if (!strcmp(m, "put") && f->flags == DEVTCP_FRAME_PUT &&
+			   iov[1].iov_len >= sizeof(put)) {
+			/* the control part ends with the put's struct devtcp_put */
+			char *at = (char *)iov[1].iov_base + iov[1].iov_len - sizeof(put);
 
-			memcpy((char *)iov[1].iov_base + iov[1].iov_len - 8, &to, 8);
+			memcpy(&put, at, sizeof(put));
+			put.to = 0x1000;
+			memcpy(at, &put, sizeof(put));
 			done = true;
 		}
 	}
@@ -73,17 +77,17 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	static ssize_t (*real)(int, const void *, size_t, int);
-	const unsigned char *b = buf;
-	uint32_t magic;
+	struct devtcp_hello h;
 
 	if (!real)
 		real = (ssize_t (*)(int, const void *, size_t, int))dlsym(RTLD_NEXT, "send");
-	if (len >= 8) {
-		memcpy(&magic, b, 4);
-		if (ntohl(magic) == HELLO_MAGIC && b[6] == 1 && fd >= 0 && fd < 1024)
+	if (len == sizeof(h)) {
+		memcpy(&h, buf, sizeof(h));
+		if (ntohl(h.magic) == DEVTCP_HELLO_MAGIC && h.kind == DEVTCP_LINK_CTRL && fd >= 0 &&
+		    fd < 1024)
 			ctrl_fd[fd] = true;
-		/* a hello of a data link (kind 2) */
-		if (ntohl(magic) == HELLO_MAGIC && b[6] == 2 && !strcmp(mode(), "nolink"))
+		if (ntohl(h.magic) == DEVTCP_HELLO_MAGIC && h.kind == DEVTCP_LINK_DATA &&
+		    !strcmp(mode(), "nolink"))
 			return (ssize_t)len;
 	}
 	return real(fd, buf, len, flags);
