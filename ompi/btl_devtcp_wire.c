@@ -29,18 +29,18 @@ const char *devtcp_verdict_str(enum devtcp_verdict v)
 }
 
 void devtcp_hello_mac(const uint8_t key[DEVTCP_KEY_LEN], const struct devtcp_hello *h,
-		      const struct devtcp_tuple *t, uint8_t mac[SHA256_LEN])
+		      const struct devtcp_tuple *t, uint8_t mac[DEVTCP_SHA256_LEN])
 {
-	struct hmac_sha256 hm;
+	struct devtcp_hmac_sha256 hm;
 
-	hmac_sha256_init(&hm, key, DEVTCP_KEY_LEN);
-	hmac_sha256_update(&hm, h, offsetof(struct devtcp_hello, mac));
-	hmac_sha256_update(&hm, &t->family, 1);
-	hmac_sha256_update(&hm, t->src, 16);
-	hmac_sha256_update(&hm, t->dst, 16);
-	hmac_sha256_update(&hm, &t->src_port, 2);
-	hmac_sha256_update(&hm, &t->dst_port, 2);
-	hmac_sha256_final(&hm, mac);
+	devtcp_hmac_sha256_init(&hm, key, DEVTCP_KEY_LEN);
+	devtcp_hmac_sha256_update(&hm, h, offsetof(struct devtcp_hello, mac));
+	devtcp_hmac_sha256_update(&hm, &t->family, 1);
+	devtcp_hmac_sha256_update(&hm, t->src, 16);
+	devtcp_hmac_sha256_update(&hm, t->dst, 16);
+	devtcp_hmac_sha256_update(&hm, &t->src_port, 2);
+	devtcp_hmac_sha256_update(&hm, &t->dst_port, 2);
+	devtcp_hmac_sha256_final(&hm, mac);
 }
 
 enum devtcp_verdict devtcp_hello_check(const struct devtcp_hello *h, int data_links,
@@ -48,7 +48,7 @@ enum devtcp_verdict devtcp_hello_check(const struct devtcp_hello *h, int data_li
 				       const uint8_t key[DEVTCP_KEY_LEN],
 				       const struct devtcp_tuple *t)
 {
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 
 	if (ntohl(h->magic) != DEVTCP_HELLO_MAGIC)
 		return DEVTCP_BAD_MAGIC;
@@ -61,7 +61,7 @@ enum devtcp_verdict devtcp_hello_check(const struct devtcp_hello *h, int data_li
 	if (ntohl(h->to_jobid) != jobid || ntohl(h->to_vpid) != vpid)
 		return DEVTCP_NOT_FOR_ME;
 	devtcp_hello_mac(key, h, t, mac);
-	return mac_equal(mac, h->mac, sizeof(mac)) ? DEVTCP_OK : DEVTCP_BAD_MAC;
+	return devtcp_mac_equal(mac, h->mac, sizeof(mac)) ? DEVTCP_OK : DEVTCP_BAD_MAC;
 }
 
 enum devtcp_verdict devtcp_frame_check(const struct devtcp_frame *f, const struct devtcp_limits *l)

@@ -38,7 +38,7 @@ struct devtcp_hello {
 	uint8_t nonce[DEVTCP_NONCE_LEN];	/* random, never checked: it only makes each
 					 * hello's MAC unique, so two hellos on identical
 					 * tuples (a port reused) differ */
-	uint8_t mac[SHA256_LEN];
+	uint8_t mac[DEVTCP_SHA256_LEN];
 };
 
 /* A TCP connection's ends as its opener sees them (addresses and ports in
@@ -112,7 +112,7 @@ const char *devtcp_verdict_str(enum devtcp_verdict v);
 /* The MAC a hello must carry: HMAC-SHA256(key, every field of h but mac,
  * then the tuple). */
 void devtcp_hello_mac(const uint8_t key[DEVTCP_KEY_LEN], const struct devtcp_hello *h,
-		      const struct devtcp_tuple *t, uint8_t mac[SHA256_LEN]);
+		      const struct devtcp_tuple *t, uint8_t mac[DEVTCP_SHA256_LEN]);
 
 /* Checks a received hello: the format, that it is meant for (jobid, vpid),
  * then its MAC under key for the connection t. */

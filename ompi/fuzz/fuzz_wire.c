@@ -45,7 +45,7 @@ static void fuzz_hello(void)
 {
 	struct devtcp_hello h;
 	struct devtcp_tuple t;
-	uint8_t links, mac[SHA256_LEN];
+	uint8_t links, mac[DEVTCP_SHA256_LEN];
 
 	take(&h, sizeof(h));
 	take(&t, sizeof(t));

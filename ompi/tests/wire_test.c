@@ -36,27 +36,27 @@ static void hex(const uint8_t *b, char *out)
 
 static void sha(const void *data, size_t len, size_t repeat, const char *want)
 {
-	struct sha256 s;
+	struct devtcp_sha256 s;
 	uint8_t out[32];
 	char got[65];
 
-	sha256_init(&s);
+	devtcp_sha256_init(&s);
 	for (size_t i = 0; i < repeat; i++)
-		sha256_update(&s, data, len);
-	sha256_final(&s, out);
+		devtcp_sha256_update(&s, data, len);
+	devtcp_sha256_final(&s, out);
 	hex(out, got);
 	CHECK(!strcmp(got, want), "sha256 of %zu x %zu bytes: %s, want %s", repeat, len, got, want);
 }
 
 static void hmac(const void *key, size_t key_len, const char *msg, const char *want)
 {
-	struct hmac_sha256 h;
+	struct devtcp_hmac_sha256 h;
 	uint8_t out[32];
 	char got[65];
 
-	hmac_sha256_init(&h, key, key_len);
-	hmac_sha256_update(&h, msg, strlen(msg));
-	hmac_sha256_final(&h, out);
+	devtcp_hmac_sha256_init(&h, key, key_len);
+	devtcp_hmac_sha256_update(&h, msg, strlen(msg));
+	devtcp_hmac_sha256_final(&h, out);
 	hex(out, got);
 	CHECK(!strcmp(got, want), "hmac of '%s': %s, want %s", msg, got, want);
 }
