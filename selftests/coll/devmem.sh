@@ -234,7 +234,7 @@ rc=$?
 check "rdpmd refuses rank 1 (uid 1001): the run fails" test $rc != 0
 for r in 0 1; do
 	check "... rank $r says so, with rdpmd's message" \
-		grep -q "rank 1: devmem: rdpmd: uid 1001 may not use dtb" /tmp/coll.refused.$r.err
+		grep -q "rank 1: devmem: rdpmd: uid 1001 may use no NIC of rdpmd" /tmp/coll.refused.$r.err
 done
 check "... and nothing is left on dta" within_1s nothing_left ns1 dta
 check "... nor on dtb" within_1s nothing_left ns2 dtb
