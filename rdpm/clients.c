@@ -109,7 +109,7 @@ static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
 static uint64_t next_flow_check;
-static unsigned int nclients, npreauth, nbindings;
+static unsigned int nclients, nbindings;
 /* Clients that died with their socket not yet handed to the closer. */
 static bool close_pending;
 /* Closed to accept (and close) a connection when out of fds, then reopened. */
@@ -235,16 +235,25 @@ static bool client_may_log(struct client *c)
 static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
+/* Sends error @err with text @msg in reply to @req. */
+static void send_err(struct client *c, const struct rdpm_hdr *req, int err, const char *msg)
 {
 	struct {
 		struct rdpm_error e;
 		char msg[512];
 	} r = { .e = { .err = err, .request_type = req->type } };
+
+	snprintf(r.msg, sizeof(r.msg), "%s", msg);
+	send_msg(c, RDPM_ERROR, req->id, &r, sizeof(r.e) + strlen(r.msg) + 1);
+}
+
+static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
+{
+	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (client_may_log(c)) {
 		if (c->log_missed)
@@ -252,9 +261,9 @@ static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, cons
 				 "most one a second)", c->pid, c->uid, c->log_missed);
 		c->log_missed = 0;
 		rdpm_log(LOG_NOTICE, "client pid %d uid %u: request %u refused: %s (%s)", c->pid,
-			 c->uid, req->type, r.msg, strerror(-err));
+			 c->uid, req->type, msg, strerror(-err));
 	}
-	send_msg(c, RDPM_ERROR, req->id, &r, sizeof(r.e) + strlen(r.msg) + 1);
+	send_err(c, req, err, msg);
 	return err;
 }
 
@@ -417,7 +426,6 @@ static bool client_close(struct client *c, bool now)
 		;
 	*pp = c->next;
 	nclients--;
-	npreauth -= !c->hello;
 	/* An fd is free again: take the spare back, accept again. */
 	if (spare_fd < 0)
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -432,6 +440,23 @@ static bool client_close(struct client *c, bool now)
 	return true;
 }
 
+/* Refuses @c, a uid that may use no NIC, with EACCES: its slot is free
+ * again after this batch of events (or at once, when not admitted yet). */
+static void refuse_no_access(struct client *c, uint32_t id)
+{
+	static struct ratelimit rl;
+	struct rdpm_hdr req = { .type = RDPM_HELLO, .id = id };
+	char msg[160];
+
+	rdpmd.counters.refused_no_access++;
+	log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u: the uid may use no NIC of rdpmd "
+		    "(users/groups) and is no admin", c->pid, c->uid);
+	snprintf(msg, sizeof(msg), "uid %u may use no NIC of rdpmd (users and groups of its "
+		 "NICs)", c->uid);
+	send_err(c, &req, -EACCES, msg);
+	c->dead = true;
+}
+
 static void do_hello(struct client *c, const struct rdpm_msg *m)
 {
 	struct rdpm_hello_reply r = { .version = RDPM_VERSION, .max_msg = RDPM_MAX_MSG };
@@ -442,20 +467,11 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 			  m->u.hello.max_version);
 		return;
 	}
+	/* Access is checked at accept; a reload may have taken it since. */
 	if (!may_use_any(c)) {
-		static struct ratelimit rl;
-
-		rdpmd.counters.refused_no_access++;
-		log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u at HELLO: the uid may use no "
-			    "NIC of rdpmd (users/groups) and is no admin", c->pid, c->uid);
-		reply_err(c, &m->hdr, -EACCES, "uid %u may use no NIC of rdpmd (users and groups "
-			  "of the NICs in %s)", c->uid, rdpmd.conf_path);
-		/* Its slot is free again after this batch of events. */
-		c->dead = true;
+		refuse_no_access(c, m->hdr.id);
 		return;
 	}
-	if (!c->hello)
-		npreauth--;
 	c->hello = true;
 	send_msg(c, RDPM_HELLO | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
 }
@@ -1023,6 +1039,7 @@ static void status_counters(struct buf *o, bool json)
 		{ "fds_refused", k->fds_refused },
 		{ "listener_paused", k->listener_paused },
 		{ "refused_preauth", k->refused_preauth },
+		{ "preauth_evicted", k->preauth_evicted },
 		{ "refused_no_access", k->refused_no_access },
 		{ "refused_bindings", k->refused_bindings },
 		{ "refused_joins", k->refused_joins },
@@ -1227,6 +1244,7 @@ int rdpmd_reload(void)
 	rdpmd.conf.max_clients_per_user = nc->max_clients_per_user;
 	rdpmd.conf.hello_timeout_ms = nc->hello_timeout_ms;
 	rdpmd.conf.max_preauth = nc->max_preauth;
+	rdpmd.conf.max_preauth_per_user = nc->max_preauth_per_user;
 	rdpmd.conf.max_bindings = nc->max_bindings;
 	rdpmd.conf.max_joins_per_client = nc->max_joins_per_client;
 	rdpmd.conf.max_joins_per_user = nc->max_joins_per_user;
@@ -1421,18 +1439,24 @@ static void accept_no_fds(int err)
 }
 
 /*
- * Whether new connection @c may be served: max_clients in all, at most
- * max_preauth of them without HELLO yet (a global cap: every uid of a
- * subuid range is a uid of its own), and at most max_clients_per_user of
- * one uid. Admins pass all of it within RDPM_ADMIN_SLOTS more, so that
- * rdpmctl works when users have taken every slot. A uid that may use no
- * NIC is turned away at HELLO (do_hello), with the reason.
+ * Whether new connection @c may be served. A uid that may use no NIC is
+ * told so (EACCES) and closed at once. max_clients in all, at most
+ * max_clients_per_user of one uid, and at most max_preauth_per_user of one
+ * uid without HELLO yet. When max_preauth connections of all uids together
+ * have not said HELLO, the oldest of them is closed rather than @c refused:
+ * silent connections cannot lock others out. Admins pass all of it within
+ * RDPM_ADMIN_SLOTS more, so that rdpmctl works when users took every slot.
  */
-static bool admit(const struct client *c)
+static bool admit(struct client *c)
 {
-	static struct ratelimit rl_all, rl_pre, rl_user;
-	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0;
+	static struct ratelimit rl_all, rl_pre, rl_user, rl_evict;
+	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0, pre = 0, mine_pre = 0;
+	struct client *oldest = NULL;
 
+	if (!may_use_any(c)) {
+		refuse_no_access(c, 0);
+		return false;
+	}
 	if (nclients >= rdpmd.conf.max_clients + extra) {
 		rdpmd.counters.refused_max_clients++;
 		log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
@@ -1440,23 +1464,37 @@ static bool admit(const struct client *c)
 			    extra ? " and the admins' slots" : "");
 		return false;
 	}
-	if (npreauth >= rdpmd.conf.max_preauth + extra) {
-		rdpmd.counters.refused_preauth++;
-		log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: "
-			    "max_preauth (%u) connections have not said HELLO yet", c->pid, c->uid,
-			    rdpmd.conf.max_preauth);
-		return false;
-	}
-	if (extra)
-		return true;
-	for (struct client *o = clients; o; o = o->next)
+	for (struct client *o = clients; o; o = o->next) {
 		mine += o->uid == c->uid;
-	if (mine >= rdpmd.conf.max_clients_per_user) {
+		if (o->hello || o->dead)
+			continue;
+		pre++;
+		mine_pre += o->uid == c->uid;
+		if (!oldest || o->since <= oldest->since)
+			oldest = o;
+	}
+	if (!extra && mine >= rdpmd.conf.max_clients_per_user) {
 		rdpmd.counters.refused_per_user++;
 		log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
 			    "uid has max_clients_per_user (%u) connections", c->pid, c->uid,
 			    rdpmd.conf.max_clients_per_user);
 		return false;
+	}
+	if (!extra && mine_pre >= rdpmd.conf.max_preauth_per_user) {
+		rdpmd.counters.refused_preauth++;
+		log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
+			    "uid has max_preauth_per_user (%u) connections without HELLO", c->pid,
+			    c->uid, rdpmd.conf.max_preauth_per_user);
+		return false;
+	}
+	if (pre >= rdpmd.conf.max_preauth + extra && oldest) {
+		rdpmd.counters.preauth_evicted++;
+		log_limited(&rl_evict, LOG_WARNING, "client pid %d uid %u: closed without HELLO "
+			    "after %llu ms: max_preauth (%u) connections have not said HELLO",
+			    oldest->pid, oldest->uid,
+			    (unsigned long long)(rdpm_now_ms() - oldest->since),
+			    rdpmd.conf.max_preauth);
+		oldest->dead = true;
 	}
 	return true;
 }
@@ -1492,7 +1530,6 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 	c->next = clients;
 	clients = c;
 	nclients++;
-	npreauth++;
 	rdpm_log(LOG_INFO, "client pid %d uid %u gid %u connected", c->pid, c->uid, c->gid);
 	return true;
 }

@@ -107,7 +107,8 @@ struct rdpm_counters {
 	uint64_t closed_empty;		/* a 0-byte message */
 	uint64_t fds_refused;		/* fds attached where none is taken: closed */
 	uint64_t listener_paused;	/* times the listener was paused, out of fds */
-	uint64_t refused_preauth;	/* max_preauth connections without HELLO reached */
+	uint64_t refused_preauth;	/* the uid's max_preauth_per_user reached */
+	uint64_t preauth_evicted;	/* the oldest without HELLO closed: max_preauth reached */
 	uint64_t refused_no_access;	/* a uid that may use no NIC and is no admin */
 	uint64_t refused_bindings;	/* max_bindings (all users) reached */
 	uint64_t refused_joins;		/* max_joins_per_client or _per_user reached */

@@ -87,7 +87,12 @@ def send(s, data, fds=()):
 def reply(s):
     """(type, errno or 0, text) of the next reply that is not an event; None at EOF."""
     while True:
-        data = s.recv(1 << 18)
+        try:
+            data = s.recv(1 << 18)
+        except ConnectionResetError:
+            # Closed with our request unread: the error comes first, the
+            # reason after it.
+            data = s.recv(1 << 18)
         if len(data) < HDR.size:
             return None
         _, _, mtype, _, _ = HDR.unpack_from(data)
@@ -101,7 +106,10 @@ def reply(s):
 
 
 def say_hello(s):
-    send(s, hello_msg())
+    try:
+        send(s, hello_msg())
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # refused at accept: the reason is queued
     r = reply(s)
     if not r or r[1]:
         raise OSError(errno.EPROTO, "HELLO refused: %r" % (r,))
@@ -401,7 +409,9 @@ def silenthold(n, seconds):
     for s in held:
         s.setblocking(False)
         try:
-            closed += s.recv(16) == b""
+            while s.recv(1 << 16):
+                pass  # a refusal's reason, then EOF
+            closed += 1
         except BlockingIOError:
             pass
         except ConnectionResetError:
