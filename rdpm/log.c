@@ -63,6 +63,27 @@ static bool budget(void)
 	return true;
 }
 
+/* Copies @src into @dst (@size > 0) with control and non-ASCII bytes as
+ * \xNN: a line says what it says, no text a client chose can forge a
+ * line or its priority. Returns the length written. */
+static int escape(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+		bool plain = *p >= ' ' && *p < 0x7f && *p != '\\';
+
+		if (n + (plain ? 1 : 4) >= size)
+			break;
+		if (plain)
+			dst[n++] = *p;
+		else
+			n += snprintf(dst + n, size - n, "\\x%02x", *p);
+	}
+	dst[n] = 0;
+	return n;
+}
+
 /* One write per line, so that lines of concurrent writers never mix. */
 static bool put(const char *line, int len)
 {
@@ -71,7 +92,7 @@ static bool put(const char *line, int len)
 
 void rdpm_log(int prio, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[1024], text[1024];
 	va_list ap;
 	int n;
 
@@ -91,11 +112,11 @@ void rdpm_log(int prio, const char *fmt, ...)
 		reported_dropped = dropped;
 		reported_suppressed = suppressed;
 	}
-	n = snprintf(buf, sizeof(buf), "<%d>", prio);
 	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	n += strlen(buf + n);		/* at most sizeof(buf) - 2: room for the \n */
+	n = snprintf(buf, sizeof(buf), "<%d>", prio);
+	n += escape(buf + n, sizeof(buf) - n - 1, text);	/* room for the \n */
 	buf[n++] = '\n';
 	if (!put(buf, n))
 		dropped++;

@@ -238,6 +238,12 @@ out=$(hostile register file)
 echo "file: $out"
 check "REGISTER with a regular file is refused: not a dma-buf" \
 	grep -q "^errno EBADF .*not a dma-buf" <<< "$out"
+out=$(hostile register evilname)
+echo "a file named 'x\\n<0>forged': $out"
+check "... refused too, telling the kind of file, not its name" \
+	grep -q "^errno EBADF .*not a dma-buf (it is a file)$" <<< "$out"
+check "... and no log line starts with <0> or holds the name" \
+	bash -c "! grep -q '^<0>\|forged' '$tmp/log'"
 out=$(timeout 20 unshare -m --propagation private $py "$tmp/rdpm_hostile.py" register fuse)
 rc=$?
 echo "FUSE: $out"

@@ -262,6 +262,12 @@ def register(kind):
         f = tempfile.TemporaryFile()
         f.write(b"x" * 4096)
         fd = os.dup(f.fileno())
+    elif kind == "evilname":
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "x\n<0>forged")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.unlink(path)
+        os.rmdir(d)
     elif kind == "fuse":
         try:
             fd, dev, mnt = fuse_fd()

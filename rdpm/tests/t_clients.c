@@ -235,9 +235,30 @@ static void eexist_says_nothing_of_others(void)
 	harness_reset();
 }
 
+/* Text a client chose (a file name, say) cannot forge a log line. */
+static void log_escapes(void)
+{
+	int p[2], saved = dup(STDERR_FILENO);
+	char line[256] = "";
+	ssize_t n;
+
+	CHECK(saved >= 0 && !pipe(p), "pipe");
+	dup2(p[1], STDERR_FILENO);
+	rdpm_log(LOG_WARNING, "refused: %s", "x\n<0>forged\\\x80\x7f");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], line, sizeof(line) - 1);
+	close(p[0]);
+	CHECK(n > 0 && !strcmp(line, "<4>refused: x\\x0a<0>forged\\x5c\\x80\\x7f\n"),
+	      "control, non-ASCII bytes and backslashes escaped: %s", line);
+}
+
 int main(void)
 {
 	unsigned int fds;
+
+	log_escapes();
 
 	harness_init(conf);
 	fds = harness_fds();
