@@ -31,7 +31,7 @@
 #define ACCEPT_BATCH		32
 /* A client's refusals logged in a burst, then one a second (a token bucket). */
 #define CLIENT_LOG_BURST	10
-#define CLIENT_LOG_MS		1000
+#define CLIENT_LOG_PER_S	1
 /* While clients wait for the closer thread, the loop looks again this often. */
 #define CLOSER_RETRY_MS		100
 /* How often the sockets that proved flows are looked at again: a rule
@@ -97,9 +97,7 @@ struct client {
 	bool dead;
 	bool unread;			/* not read until the closer queue has room */
 	unsigned int joins;		/* shares (JOIN) held */
-	unsigned int log_tokens;	/* refusals it may still have logged */
-	uint64_t log_at;		/* when log_tokens was last refilled */
-	unsigned long log_missed;	/* refusals not logged since */
+	struct rdpm_bucket log;		/* its refusals logged; log.missed: those not */
 };
 
 
@@ -123,40 +121,6 @@ uint64_t rdpm_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * At most one log line a second per kind of refusal: a client that
- * connects in a loop must not flood the journal. The lines left out are
- * counted in the next one.
- */
-struct ratelimit {
-	uint64_t last;
-	unsigned long missed;
-};
-
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-{
-	uint64_t now = rdpm_now_ms();
-	char line[512];
-	va_list ap;
-
-	if (rl->last && now - rl->last < 1000) {
-		rl->missed++;
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (rl->missed)
-		rdpm_log(prio, "%s (and %lu more since the last such line)", line, rl->missed);
-	else
-		rdpm_log(prio, "%s", line);
-	rl->last = now;
-	rl->missed = 0;
 }
 
 static uint32_t new_id(uint32_t *next)
@@ -197,8 +161,10 @@ static void send_msg_fd(struct client *c, uint16_t type, uint32_t id, const void
 	/* A client that does not read its replies loses its connection
 	 * rather than stalling everyone else. */
 	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		rdpm_log(LOG_WARNING, "client pid %d uid %u: cannot send (%m): disconnecting",
-			 c->pid, c->uid);
+		static struct rdpm_bucket rl;
+
+		rdpm_log_limited(&rl, LOG_WARNING, "client pid %d uid %u: cannot send (%m): "
+				 "disconnecting", c->pid, c->uid);
 		rdpmd.counters.closed_unread++;
 		c->dead = true;
 	}
@@ -211,25 +177,12 @@ static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *b
 
 /*
  * Whether a refusal of @c may be logged now: CLIENT_LOG_BURST at once, then
- * one per CLIENT_LOG_MS. A client sending bad requests in a loop costs the
+ * CLIENT_LOG_PER_S a second. A client sending bad requests in a loop costs the
  * journal a line a second, and the lines left out are counted.
  */
 static bool client_may_log(struct client *c)
 {
-	uint64_t now = rdpm_now_ms(), add = (now - c->log_at) / CLIENT_LOG_MS;
-
-	if (add) {
-		c->log_tokens = add >= CLIENT_LOG_BURST ? CLIENT_LOG_BURST :
-				c->log_tokens + add > CLIENT_LOG_BURST ? CLIENT_LOG_BURST :
-				c->log_tokens + (unsigned int)add;
-		c->log_at = now;
-	}
-	if (!c->log_tokens) {
-		c->log_missed++;
-		return false;
-	}
-	c->log_tokens--;
-	return true;
+	return rdpm_bucket_take(&c->log, CLIENT_LOG_BURST, CLIENT_LOG_PER_S);
 }
 
 static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
@@ -256,10 +209,10 @@ static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, cons
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (client_may_log(c)) {
-		if (c->log_missed)
+		if (c->log.missed)
 			rdpm_log(LOG_NOTICE, "client pid %d uid %u: %lu refusal(s) not logged (at "
-				 "most one a second)", c->pid, c->uid, c->log_missed);
-		c->log_missed = 0;
+				 "most one a second)", c->pid, c->uid, c->log.missed);
+		c->log.missed = 0;
 		rdpm_log(LOG_NOTICE, "client pid %d uid %u: request %u refused: %s (%s)", c->pid,
 			 c->uid, req->type, msg, strerror(-err));
 	}
@@ -431,9 +384,9 @@ static bool client_close(struct client *c, bool now)
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (listen_paused)
 		listener_arm(true);
-	if (c->log_missed)
+	if (c->log.missed)
 		rdpm_log(LOG_NOTICE, "client pid %d uid %u: %lu refusal(s) not logged (at most "
-			 "one a second)", c->pid, c->uid, c->log_missed);
+			 "one a second)", c->pid, c->uid, c->log.missed);
 	rdpm_log(LOG_INFO, "client pid %d uid %u disconnected; %u binding(s) released", c->pid,
 		 c->uid, nb);
 	free(c);
@@ -444,12 +397,12 @@ static bool client_close(struct client *c, bool now)
  * again after this batch of events (or at once, when not admitted yet). */
 static void refuse_no_access(struct client *c, uint32_t id)
 {
-	static struct ratelimit rl;
+	static struct rdpm_bucket rl;
 	struct rdpm_hdr req = { .type = RDPM_HELLO, .id = id };
 	char msg[160];
 
 	rdpmd.counters.refused_no_access++;
-	log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u: the uid may use no NIC of rdpmd "
+	rdpm_log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u: the uid may use no NIC of rdpmd "
 		    "(users/groups) and is no admin", c->pid, c->uid);
 	snprintf(msg, sizeof(msg), "uid %u may use no NIC of rdpmd (users and groups of its "
 		 "NICs)", c->uid);
@@ -506,10 +459,10 @@ static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdp
 		}
 	}
 	if (nbindings >= rdpmd.conf.max_bindings) {
-		static struct ratelimit rl;
+		static struct rdpm_bucket rl;
 
 		rdpmd.counters.refused_bindings++;
-		log_limited(&rl, LOG_WARNING, "refusing a buffer of pid %d uid %u: max_bindings "
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a buffer of pid %d uid %u: max_bindings "
 			    "(%u, all users) reached", c->pid, c->uid, rdpmd.conf.max_bindings);
 		return reply_err(c, &m->hdr, -EDQUOT, "rdpmd holds as many buffers as it takes "
 				 "(max_bindings); try again later");
@@ -1282,11 +1235,11 @@ static void drop_fds(const int *fds, unsigned int n)
 /* Stops reading @c while the closer queue lacks room for a message's fds. */
 static void client_unread(struct client *c)
 {
-	static struct ratelimit rl;
+	static struct rdpm_bucket rl;
 	struct epoll_event ev = { .events = 0, .data.ptr = c };
 
 	rdpmd.counters.closer_full++;
-	log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files block "
+	rdpm_log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files block "
 		    "their close): clients are not read until they are", rdpm_closer_pending());
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	c->unread = true;
@@ -1341,10 +1294,10 @@ static void client_read(struct client *c)
 		/* The end of the connection, or a 0-byte message: a client of
 		 * this protocol never sends one. */
 		if (n == 0 && nfds) {
-			static struct ratelimit rl;
+			static struct rdpm_bucket rl;
 
 			rdpmd.counters.closed_empty++;
-			log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: an empty message with "
+			rdpm_log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: an empty message with "
 				    "file descriptors (closed): disconnecting", c->pid, c->uid);
 		}
 		c->dead = true;
@@ -1410,7 +1363,7 @@ int rdpmd_clients_init(void)
  */
 static void accept_no_fds(int err)
 {
-	static struct ratelimit rl;
+	static struct rdpm_bucket rl;
 	struct rlimit lim = { 0 };
 	int fd = -1;
 
@@ -1424,7 +1377,7 @@ static void accept_no_fds(int err)
 	}
 	if (fd >= 0) {
 		rdpmd.counters.refused_no_fds++;
-		log_limited(&rl, LOG_WARNING, "refusing a connection: out of file descriptors (%s, "
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a connection: out of file descriptors (%s, "
 			    "RLIMIT_NOFILE %llu, %u clients): closed at once", strerror(err),
 			    (unsigned long long)lim.rlim_cur, nclients);
 	}
@@ -1432,7 +1385,7 @@ static void accept_no_fds(int err)
 		rdpmd.counters.listener_paused++;
 		listener_arm(false);
 		listen_resume_at = rdpm_now_ms() + LISTEN_PAUSE_MS;
-		log_limited(&rl, LOG_WARNING, "out of file descriptors (%s, RLIMIT_NOFILE %llu, "
+		rdpm_log_limited(&rl, LOG_WARNING, "out of file descriptors (%s, RLIMIT_NOFILE %llu, "
 			    "%u clients): not accepting connections until one closes",
 			    strerror(err), (unsigned long long)lim.rlim_cur, nclients);
 	}
@@ -1449,7 +1402,7 @@ static void accept_no_fds(int err)
  */
 static bool admit(struct client *c)
 {
-	static struct ratelimit rl_all, rl_pre, rl_user, rl_evict;
+	static struct rdpm_bucket rl_all, rl_pre, rl_user, rl_evict;
 	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0, pre = 0, mine_pre = 0;
 	struct client *oldest = NULL;
 
@@ -1459,7 +1412,7 @@ static bool admit(struct client *c)
 	}
 	if (nclients >= rdpmd.conf.max_clients + extra) {
 		rdpmd.counters.refused_max_clients++;
-		log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
+		rdpm_log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
 			    "max_clients (%u%s) reached", c->pid, c->uid, rdpmd.conf.max_clients,
 			    extra ? " and the admins' slots" : "");
 		return false;
@@ -1475,21 +1428,21 @@ static bool admit(struct client *c)
 	}
 	if (!extra && mine >= rdpmd.conf.max_clients_per_user) {
 		rdpmd.counters.refused_per_user++;
-		log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
+		rdpm_log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
 			    "uid has max_clients_per_user (%u) connections", c->pid, c->uid,
 			    rdpmd.conf.max_clients_per_user);
 		return false;
 	}
 	if (!extra && mine_pre >= rdpmd.conf.max_preauth_per_user) {
 		rdpmd.counters.refused_preauth++;
-		log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
+		rdpm_log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
 			    "uid has max_preauth_per_user (%u) connections without HELLO", c->pid,
 			    c->uid, rdpmd.conf.max_preauth_per_user);
 		return false;
 	}
 	if (pre >= rdpmd.conf.max_preauth + extra && oldest) {
 		rdpmd.counters.preauth_evicted++;
-		log_limited(&rl_evict, LOG_WARNING, "client pid %d uid %u: closed without HELLO "
+		rdpm_log_limited(&rl_evict, LOG_WARNING, "client pid %d uid %u: closed without HELLO "
 			    "after %llu ms: max_preauth (%u) connections have not said HELLO",
 			    oldest->pid, oldest->uid,
 			    (unsigned long long)(rdpm_now_ms() - oldest->since),
@@ -1511,8 +1464,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 		return false;
 	}
 	c->fd = fd;
-	c->since = c->log_at = rdpm_now_ms();
-	c->log_tokens = CLIENT_LOG_BURST;
+	c->since = rdpm_now_ms();
 	c->pid = cr->pid;
 	c->uid = cr->uid;
 	c->gid = cr->gid;
@@ -1540,10 +1492,10 @@ static void accept_one(int fd)
 	socklen_t len = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
-		static struct ratelimit rl;
+		static struct rdpm_bucket rl;
 
 		rdpmd.counters.refused_no_creds++;
-		log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
 		drop_fds(&fd, 1);
 		return;
 	}
@@ -1605,7 +1557,7 @@ int rdpmd_clients_timeout(void)
  */
 static void flows_check(uint64_t now)
 {
-	static struct ratelimit rl, gone;
+	static struct rdpm_bucket rl, gone;
 	char why[160];
 
 	if (now < next_flow_check)
@@ -1619,12 +1571,12 @@ static void flows_check(uint64_t now)
 			continue;
 		err = rdpm_sock_alive(&f->sk, why, sizeof(why));
 		if (err == -ENOENT || err == -ESTALE) {
-			log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed from "
+			rdpm_log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed from "
 				    "%s: %s", f->c->pid, f->c->uid, f->id, f->b->n->conf.name, why);
 			flow_remove(f);
 		} else if (err) {
 			/* Kept: proven at the last look; asked again next time. */
-			log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, why);
+			rdpm_log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, why);
 		}
 	}
 }
@@ -1637,10 +1589,10 @@ void rdpmd_clients_tick(void)
 	for (struct client *c = clients; c; c = c->next) {
 		if (c->hello || c->dead || now < c->since + rdpmd.conf.hello_timeout_ms)
 			continue;
-		static struct ratelimit rl;
+		static struct rdpm_bucket rl;
 
 		rdpmd.counters.hello_timeouts++;
-		log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: no HELLO within %u ms: "
+		rdpm_log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: no HELLO within %u ms: "
 			    "disconnecting", c->pid, c->uid, rdpmd.conf.hello_timeout_ms);
 		c->dead = true;
 	}

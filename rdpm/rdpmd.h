@@ -25,6 +25,22 @@ void rdpm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3
 uint64_t rdpm_log_dropped(void);
 uint64_t rdpm_log_suppressed(void);
 
+/* A token bucket, the one rate limiter of rdpmd: zero-initialised it is full. */
+struct rdpm_bucket {
+	bool primed;
+	unsigned int tokens;
+	uint64_t at;		/* ms when it was last refilled */
+	unsigned long missed;	/* takes refused since the last one granted */
+};
+/* Takes a token from @b, which holds @burst and gains @per_s a second;
+ * false (counted in @b->missed) when it is empty. */
+bool rdpm_bucket_take(struct rdpm_bucket *b, unsigned int burst, unsigned int per_s);
+/* rdpm_log at most once a second per @b (a kind of event): a client that
+ * connects in a loop must not flood the journal. The next line that goes
+ * counts those left out. */
+void rdpm_log_limited(struct rdpm_bucket *b, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /*
  * closer.c: a thread that closes the file descriptors clients passed.
  * close() of a client's file can block for as long as the client likes (a

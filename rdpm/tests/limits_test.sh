@@ -211,6 +211,12 @@ check "3000 bad requests of one client: all refused, $lines log lines (at most 2
 	test "${out%% pid*}" = "refused 3000" -a "$lines" -le 20
 check "... the lines left out are counted in the log" \
 	grep -q "^<5>client pid $bad uid 0: [0-9]* refusal(s) not logged" "$tmp/log"
+unread=$(counter closed_unread)
+out=$(hostile deaf 20)
+check "20 clients that read no reply are closed: $out" test "$out" = "closed 20 of 20"
+check "... counted (closed_unread)" test "$(counter closed_unread)" -ge $((unread + 20))
+lines=$(grep -c ": cannot send (" "$tmp/log")
+check "... their warnings rate limited ($lines lines, at most 5)" test "$lines" -le 5
 conf "$tmp/e.sock" "$tmp/state-e" > "$tmp/e.conf"
 $py "$tmp/rdpm_hostile.py" stuckerr "$tmp/rdpmd" -c "$tmp/e.conf" &
 epid=$!

@@ -32,6 +32,9 @@
                                      N, slowest S s"
   rdpm_hostile.py badflood N         HELLO, then N malformed requests (UNSTEER of
                                      flow 0), each answered; prints "refused N pid P"
+  rdpm_hostile.py deaf N             N clients, one after the other, each sending
+                                     requests and reading no reply until rdpmd closes
+                                     it; prints "closed C of N"
   rdpm_hostile.py fds K              HELLO, then a REGISTER with K fds attached;
                                      prints "errno E: TEXT"
   rdpm_hostile.py silenthold N S     N connections that say nothing; prints "open A
@@ -393,6 +396,23 @@ def badflood(n):
     return 0 if refused == n else 1
 
 
+def deaf(n):
+    """n clients, each sending requests and reading no reply until rdpmd
+    closes it."""
+    closed = 0
+    for _ in range(n):
+        s = connect(5.0)
+        say_hello(s)
+        try:
+            for i in range(100000):
+                send(s, msg(UNSTEER, struct.pack("=I", 0), i + 2))
+        except OSError:
+            closed += 1
+        s.close()
+    print("closed %d of %d" % (closed, n))
+    return 0 if closed == n else 1
+
+
 def fds(k):
     s = connect(3.0)
     say_hello(s)
@@ -461,6 +481,8 @@ def main(argv):
         return hellos(int(argv[2]))
     if cmd == "badflood" and len(argv) == 3:
         return badflood(int(argv[2]))
+    if cmd == "deaf" and len(argv) == 3:
+        return deaf(int(argv[2]))
     if cmd == "fds" and len(argv) == 3:
         return fds(int(argv[2]))
     if cmd == "silenthold" and len(argv) == 4:
