@@ -37,6 +37,8 @@
 /* How often the sockets that proved flows are looked at again: a rule
  * outlives its socket by at most this long. */
 #define FLOW_CHECK_MS		1000
+/* sock_diag requests of one re-check of socket-proved rules (round robin). */
+#define FLOW_CHECKS_PER_TICK	256
 
 
 struct client;
@@ -834,7 +836,7 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 	const struct rdpm_steer *s = &m->u.steer;
 	struct binding *b = own_binding(c, s->handle);
 	struct rdpm_steer_reply r;
-	unsigned int count = 0, best;
+	unsigned int count = 0, proven = 0, best;
 	struct devmem_flow want;
 	struct rdpm_sock sk;
 	struct flow *f;
@@ -852,9 +854,20 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 					b->n->conf.name);
 	if (steer_conflict(c, m, b->n, &want))
 		return;
-	for (struct flow *o = flows; o; o = o->next)
+	for (struct flow *o = flows; o; o = o->next) {
 		if (o->c->uid == c->uid && o->b->n == b->n)
 			count++;
+		proven += o->proven;
+	}
+	if (fd >= 0 && proven >= rdpmd.conf.max_proven_flows) {
+		static struct rdpm_bucket rl;
+
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a STEER of pid %d uid %u: "
+				 "max_proven_flows (%u, all users) reached", c->pid, c->uid,
+				 rdpmd.conf.max_proven_flows);
+		return (void)reply_err(c, &m->hdr, -EDQUOT, "rdpmd re-checks as many sockets as "
+					"it takes (max_proven_flows); try again later");
+	}
 	if (count >= b->n->conf.max_rules)
 		return (void)reply_err(c, &m->hdr, -EDQUOT, "quota: %u flow rules on %s of uid "
 					"%u, the most max_rules allows (per uid)", count,
@@ -864,8 +877,8 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
 	f->f = want;
 	f->proven = fd >= 0;
-	if (f->proven)
-		f->sk = sk;
+	if (f->proven)		/* padding too: flows_check compares whole records */
+		memcpy(&f->sk, &sk, sizeof(sk));
 	/* The least-loaded queue of the binding. */
 	best = b->q[0];
 	for (unsigned int i = 1; i < b->nq; i++)
@@ -1199,6 +1212,7 @@ int rdpmd_reload(void)
 	rdpmd.conf.max_preauth = nc->max_preauth;
 	rdpmd.conf.max_preauth_per_user = nc->max_preauth_per_user;
 	rdpmd.conf.max_bindings = nc->max_bindings;
+	rdpmd.conf.max_proven_flows = nc->max_proven_flows;
 	rdpmd.conf.max_joins_per_client = nc->max_joins_per_client;
 	rdpmd.conf.max_joins_per_user = nc->max_joins_per_user;
 	rdpmd.conf.dmabuf_exporters = nc->dmabuf_exporters;
@@ -1552,32 +1566,67 @@ int rdpmd_clients_timeout(void)
 /*
  * Removes the rules whose socket is closed or no longer holds the flow:
  * rdpmd keeps no copy of a socket (that would keep its port open), so it
- * asks the kernel about each one by its cookie, every FLOW_CHECK_MS. The
+ * asks the kernel about each one by its tuple and cookie, every
+ * FLOW_CHECK_MS: at most FLOW_CHECKS_PER_TICK requests, one per socket
+ * however many rules it proves; the rules it did not reach come first next
+ * time (the list turns). max_proven_flows bounds the rules, so each is
+ * looked at within max_proven_flows / FLOW_CHECKS_PER_TICK ticks. The
  * client learns it from the next request on the flow (ENOENT).
  */
 static void flows_check(uint64_t now)
 {
 	static struct rdpm_bucket rl, gone;
-	char why[160];
+	static struct {
+		struct rdpm_sock sk;
+		int err;
+		char why[160];
+	} asked[FLOW_CHECKS_PER_TICK];
+	unsigned int nasked = 0;
+	struct flow *stop = NULL;
 
 	if (now < next_flow_check)
 		return;
 	next_flow_check = now + FLOW_CHECK_MS;
 	for (struct flow *f = flows, *next; f; f = next) {
+		unsigned int i;
 		int err;
 
 		next = f->next;
 		if (!f->proven)
 			continue;
-		err = rdpm_sock_alive(&f->sk, why, sizeof(why));
+		for (i = 0; i < nasked && memcmp(&asked[i].sk, &f->sk, sizeof(f->sk)); i++)
+			;
+		if (i == nasked) {
+			if (nasked == FLOW_CHECKS_PER_TICK) {
+				stop = f;
+				break;
+			}
+			memcpy(&asked[i].sk, &f->sk, sizeof(f->sk));
+			asked[i].err = rdpm_sock_alive(&f->sk, asked[i].why, sizeof(asked[i].why));
+			nasked++;
+		}
+		err = asked[i].err;
 		if (err == -ENOENT || err == -ESTALE) {
-			rdpm_log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed from "
-				    "%s: %s", f->c->pid, f->c->uid, f->id, f->b->n->conf.name, why);
+			rdpm_log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed "
+					 "from %s: %s", f->c->pid, f->c->uid, f->id,
+					 f->b->n->conf.name, asked[i].why);
 			flow_remove(f);
 		} else if (err) {
 			/* Kept: proven at the last look; asked again next time. */
-			rdpm_log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, why);
+			rdpm_log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, asked[i].why);
 		}
+	}
+	/* The list from @stop on goes first next time. */
+	if (stop && stop != flows) {
+		struct flow *prev = flows, *tail;
+
+		while (prev->next != stop)
+			prev = prev->next;
+		for (tail = stop; tail->next; tail = tail->next)
+			;
+		tail->next = flows;
+		flows = stop;
+		prev->next = NULL;
 	}
 }
 

@@ -161,6 +161,7 @@ static void defaults(struct rdpm_conf *c)
 	c->max_preauth = 16;
 	c->max_preauth_per_user = 2;
 	c->max_bindings = 256;
+	c->max_proven_flows = 256;
 	c->max_joins_per_client = 4;
 	c->max_joins_per_user = 16;
 	/* udmabuf, the system dma-heap, CUDA memory (libdevmem's providers). */
@@ -279,6 +280,10 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 				if (!parse_u64(val, 65536, &u, false) || !u)
 					return fail(err, errlen, lineno, "max_bindings: 1 to 65536");
 				c->max_bindings = u;
+			} else if (!strcmp(key, "max_proven_flows")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_proven_flows: 1 to 4096");
+				c->max_proven_flows = u;
 			} else if (!strcmp(key, "max_joins_per_client") ||
 				   !strcmp(key, "max_joins_per_user")) {
 				if (!parse_u64(val, 4096, &u, false) || !u)
