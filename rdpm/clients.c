@@ -434,7 +434,8 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 /* Refuses a dma-buf registered already (@st; NULL for a share), a buffer
  * over max_bindings (all users), or @size more bytes over the quotas of the
  * client's uid: every connection of a user counts against the same quotas,
- * so more connections get no more. Who else registered a dma-buf is told
+ * so more connections get no more. A uid's shared buffer counts whole,
+ * once, however many shares it has. Who else registered a dma-buf is told
  * to admins only: another tenant's existence is not a client's business. */
 static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
 			  const struct stat *st, uint64_t size)
@@ -456,10 +457,13 @@ static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdp
 		}
 		if (it->c->uid == c->uid) {
 			nb++;
-			if (it->n == n)
-				used += it->sh ? it->share : rdpmd.ops->mem_size(it->mem);
+			if (it->n == n && !it->sh)
+				used += rdpmd.ops->mem_size(it->mem);
 		}
 	}
+	for (struct shared *sh = shareds; sh; sh = sh->next)
+		if (sh->uid == c->uid && sh->n == n)
+			used += rdpmd.ops->mem_size(sh->mem);
 	if (nbindings >= rdpmd.conf.max_bindings) {
 		static struct rdpm_bucket rl;
 
@@ -580,16 +584,17 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 	}
 }
 
-static struct shared *shared_find(const struct rdpm_nic *n, uid_t uid, unsigned int shift)
+/* A uid has one shared buffer per NIC. */
+static struct shared *shared_find(const struct rdpm_nic *n, uid_t uid)
 {
 	for (struct shared *sh = shareds; sh; sh = sh->next)
-		if (sh->n == n && sh->uid == uid && sh->shift == shift)
+		if (sh->n == n && sh->uid == uid)
 			return sh;
 	return NULL;
 }
 
-/* The user's shared buffer on @n with buffers of 2^@shift bytes, made and
- * bound on first use; NULL after an error reply. */
+/* The user's shared buffer on @n, with buffers of 2^@shift bytes when
+ * made and bound at the first use; NULL after an error reply. */
 static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 				 struct rdpm_nic *n, unsigned int shift)
 {
@@ -598,7 +603,7 @@ static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 	struct shared *sh;
 	int err;
 
-	sh = shared_find(n, c->uid, shift);
+	sh = shared_find(n, c->uid);
 	if (sh)
 		return sh;
 	sh = calloc(1, sizeof(*sh));
@@ -717,9 +722,15 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 					"up (see rdpmd's log)", j->ifname);
 	if (!n->up)
 		return (void)reply_err(c, &m->hdr, -ENETDOWN, "%s is down", j->ifname);
-	if (join_quota(c, m) || register_quota(c, m, n, NULL, j->bytes))
+	sh = shared_find(n, c->uid);
+	if (sh && sh->shift != shift)
+		return (void)reply_err(c, &m->hdr, -EEXIST, "the shared buffer of uid %u on %s "
+					"has receive buffers of 2^%u bytes, not 2^%u (one shared "
+					"buffer per uid and NIC)", c->uid, j->ifname, sh->shift,
+					shift);
+	/* The first share makes the buffer: the uid is charged all of it. */
+	if (join_quota(c, m) || register_quota(c, m, n, NULL, sh ? 0 : n->conf.shared_bytes))
 		return;
-	sh = shared_find(n, c->uid, shift);
 	if (sh && sh->admitted + j->bytes > rdpmd.ops->mem_size(sh->mem))
 		return (void)reply_err(c, &m->hdr, -EDQUOT, "the shared buffer of uid %u on %s "
 					"holds %zu bytes, %llu of them shared by %u client(s): "
