@@ -1641,6 +1641,11 @@ static void flows_check(uint64_t now)
 	}
 }
 
+void rdpmd_flows_recheck(void)
+{
+	next_flow_check = 0;
+}
+
 void rdpmd_clients_tick(void)
 {
 	uint64_t now = rdpm_now_ms();

@@ -177,6 +177,8 @@ int rdpmd_clients_init(void);
 int rdpmd_clients_timeout(void);
 /* Acts on the deadlines that passed: closes connections without HELLO,
  * resumes a paused listener, removes flows whose socket is gone. */
+/* The next rdpmd_clients_tick re-checks socket-proved rules (tests). */
+void rdpmd_flows_recheck(void);
 void rdpmd_clients_tick(void);
 void rdpmd_client_event(void *client, uint32_t events);
 void rdpmd_clients_reap(void);
