@@ -31,12 +31,14 @@
 #define ACCEPT_BATCH		32
 /* A client's refusals logged in a burst, then one a second (a token bucket). */
 #define CLIENT_LOG_BURST	10
-#define CLIENT_LOG_MS		1000
+#define CLIENT_LOG_PER_S	1
 /* While clients wait for the closer thread, the loop looks again this often. */
 #define CLOSER_RETRY_MS		100
 /* How often the sockets that proved flows are looked at again: a rule
  * outlives its socket by at most this long. */
 #define FLOW_CHECK_MS		1000
+/* sock_diag requests of one re-check of socket-proved rules (round robin). */
+#define FLOW_CHECKS_PER_TICK	256
 
 
 struct client;
@@ -97,9 +99,7 @@ struct client {
 	bool dead;
 	bool unread;			/* not read until the closer queue has room */
 	unsigned int joins;		/* shares (JOIN) held */
-	unsigned int log_tokens;	/* refusals it may still have logged */
-	uint64_t log_at;		/* when log_tokens was last refilled */
-	unsigned long log_missed;	/* refusals not logged since */
+	struct rdpm_bucket log;		/* its refusals logged; log.missed: those not */
 };
 
 
@@ -109,7 +109,7 @@ static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
 static uint64_t next_flow_check;
-static unsigned int nclients, npreauth, nbindings;
+static unsigned int nclients, nbindings;
 /* Clients that died with their socket not yet handed to the closer. */
 static bool close_pending;
 /* Closed to accept (and close) a connection when out of fds, then reopened. */
@@ -123,40 +123,6 @@ uint64_t rdpm_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * At most one log line a second per kind of refusal: a client that
- * connects in a loop must not flood the journal. The lines left out are
- * counted in the next one.
- */
-struct ratelimit {
-	uint64_t last;
-	unsigned long missed;
-};
-
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void log_limited(struct ratelimit *rl, int prio, const char *fmt, ...)
-{
-	uint64_t now = rdpm_now_ms();
-	char line[512];
-	va_list ap;
-
-	if (rl->last && now - rl->last < 1000) {
-		rl->missed++;
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (rl->missed)
-		rdpm_log(prio, "%s (and %lu more since the last such line)", line, rl->missed);
-	else
-		rdpm_log(prio, "%s", line);
-	rl->last = now;
-	rl->missed = 0;
 }
 
 static uint32_t new_id(uint32_t *next)
@@ -197,8 +163,10 @@ static void send_msg_fd(struct client *c, uint16_t type, uint32_t id, const void
 	/* A client that does not read its replies loses its connection
 	 * rather than stalling everyone else. */
 	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		rdpm_log(LOG_WARNING, "client pid %d uid %u: cannot send (%m): disconnecting",
-			 c->pid, c->uid);
+		static struct rdpm_bucket rl;
+
+		rdpm_log_limited(&rl, LOG_WARNING, "client pid %d uid %u: cannot send (%m): "
+				 "disconnecting", c->pid, c->uid);
 		rdpmd.counters.closed_unread++;
 		c->dead = true;
 	}
@@ -211,50 +179,46 @@ static void send_msg(struct client *c, uint16_t type, uint32_t id, const void *b
 
 /*
  * Whether a refusal of @c may be logged now: CLIENT_LOG_BURST at once, then
- * one per CLIENT_LOG_MS. A client sending bad requests in a loop costs the
+ * CLIENT_LOG_PER_S a second. A client sending bad requests in a loop costs the
  * journal a line a second, and the lines left out are counted.
  */
 static bool client_may_log(struct client *c)
 {
-	uint64_t now = rdpm_now_ms(), add = (now - c->log_at) / CLIENT_LOG_MS;
-
-	if (add) {
-		c->log_tokens = add >= CLIENT_LOG_BURST ? CLIENT_LOG_BURST :
-				c->log_tokens + add > CLIENT_LOG_BURST ? CLIENT_LOG_BURST :
-				c->log_tokens + (unsigned int)add;
-		c->log_at = now;
-	}
-	if (!c->log_tokens) {
-		c->log_missed++;
-		return false;
-	}
-	c->log_tokens--;
-	return true;
+	return rdpm_bucket_take(&c->log, CLIENT_LOG_BURST, CLIENT_LOG_PER_S);
 }
 
 static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
+/* Sends error @err with text @msg in reply to @req. */
+static void send_err(struct client *c, const struct rdpm_hdr *req, int err, const char *msg)
 {
 	struct {
 		struct rdpm_error e;
 		char msg[512];
 	} r = { .e = { .err = err, .request_type = req->type } };
+
+	snprintf(r.msg, sizeof(r.msg), "%s", msg);
+	send_msg(c, RDPM_ERROR, req->id, &r, sizeof(r.e) + strlen(r.msg) + 1);
+}
+
+static int reply_err(struct client *c, const struct rdpm_hdr *req, int err, const char *fmt, ...)
+{
+	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (client_may_log(c)) {
-		if (c->log_missed)
+		if (c->log.missed)
 			rdpm_log(LOG_NOTICE, "client pid %d uid %u: %lu refusal(s) not logged (at "
-				 "most one a second)", c->pid, c->uid, c->log_missed);
-		c->log_missed = 0;
+				 "most one a second)", c->pid, c->uid, c->log.missed);
+		c->log.missed = 0;
 		rdpm_log(LOG_NOTICE, "client pid %d uid %u: request %u refused: %s (%s)", c->pid,
-			 c->uid, req->type, r.msg, strerror(-err));
+			 c->uid, req->type, msg, strerror(-err));
 	}
-	send_msg(c, RDPM_ERROR, req->id, &r, sizeof(r.e) + strlen(r.msg) + 1);
+	send_err(c, req, err, msg);
 	return err;
 }
 
@@ -417,19 +381,35 @@ static bool client_close(struct client *c, bool now)
 		;
 	*pp = c->next;
 	nclients--;
-	npreauth -= !c->hello;
 	/* An fd is free again: take the spare back, accept again. */
 	if (spare_fd < 0)
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (listen_paused)
 		listener_arm(true);
-	if (c->log_missed)
+	if (c->log.missed)
 		rdpm_log(LOG_NOTICE, "client pid %d uid %u: %lu refusal(s) not logged (at most "
-			 "one a second)", c->pid, c->uid, c->log_missed);
+			 "one a second)", c->pid, c->uid, c->log.missed);
 	rdpm_log(LOG_INFO, "client pid %d uid %u disconnected; %u binding(s) released", c->pid,
 		 c->uid, nb);
 	free(c);
 	return true;
+}
+
+/* Refuses @c, a uid that may use no NIC, with EACCES: its slot is free
+ * again after this batch of events (or at once, when not admitted yet). */
+static void refuse_no_access(struct client *c, uint32_t id)
+{
+	static struct rdpm_bucket rl;
+	struct rdpm_hdr req = { .type = RDPM_HELLO, .id = id };
+	char msg[160];
+
+	rdpmd.counters.refused_no_access++;
+	rdpm_log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u: the uid may use no NIC of rdpmd "
+		    "(users/groups) and is no admin", c->pid, c->uid);
+	snprintf(msg, sizeof(msg), "uid %u may use no NIC of rdpmd (users and groups of its "
+		 "NICs)", c->uid);
+	send_err(c, &req, -EACCES, msg);
+	c->dead = true;
 }
 
 static void do_hello(struct client *c, const struct rdpm_msg *m)
@@ -442,20 +422,11 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 			  m->u.hello.max_version);
 		return;
 	}
+	/* Access is checked at accept; a reload may have taken it since. */
 	if (!may_use_any(c)) {
-		static struct ratelimit rl;
-
-		rdpmd.counters.refused_no_access++;
-		log_limited(&rl, LOG_WARNING, "refusing pid %d uid %u at HELLO: the uid may use no "
-			    "NIC of rdpmd (users/groups) and is no admin", c->pid, c->uid);
-		reply_err(c, &m->hdr, -EACCES, "uid %u may use no NIC of rdpmd (users and groups "
-			  "of the NICs in %s)", c->uid, rdpmd.conf_path);
-		/* Its slot is free again after this batch of events. */
-		c->dead = true;
+		refuse_no_access(c, m->hdr.id);
 		return;
 	}
-	if (!c->hello)
-		npreauth--;
 	c->hello = true;
 	send_msg(c, RDPM_HELLO | RDPM_REPLY, m->hdr.id, &r, sizeof(r));
 }
@@ -463,7 +434,8 @@ static void do_hello(struct client *c, const struct rdpm_msg *m)
 /* Refuses a dma-buf registered already (@st; NULL for a share), a buffer
  * over max_bindings (all users), or @size more bytes over the quotas of the
  * client's uid: every connection of a user counts against the same quotas,
- * so more connections get no more. Who else registered a dma-buf is told
+ * so more connections get no more. A uid's shared buffer counts whole,
+ * once, however many shares it has. Who else registered a dma-buf is told
  * to admins only: another tenant's existence is not a client's business. */
 static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdpm_nic *n,
 			  const struct stat *st, uint64_t size)
@@ -485,15 +457,18 @@ static int register_quota(struct client *c, const struct rdpm_msg *m, struct rdp
 		}
 		if (it->c->uid == c->uid) {
 			nb++;
-			if (it->n == n)
-				used += it->sh ? it->share : rdpmd.ops->mem_size(it->mem);
+			if (it->n == n && !it->sh)
+				used += rdpmd.ops->mem_size(it->mem);
 		}
 	}
+	for (struct shared *sh = shareds; sh; sh = sh->next)
+		if (sh->uid == c->uid && sh->n == n)
+			used += rdpmd.ops->mem_size(sh->mem);
 	if (nbindings >= rdpmd.conf.max_bindings) {
-		static struct ratelimit rl;
+		static struct rdpm_bucket rl;
 
 		rdpmd.counters.refused_bindings++;
-		log_limited(&rl, LOG_WARNING, "refusing a buffer of pid %d uid %u: max_bindings "
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a buffer of pid %d uid %u: max_bindings "
 			    "(%u, all users) reached", c->pid, c->uid, rdpmd.conf.max_bindings);
 		return reply_err(c, &m->hdr, -EDQUOT, "rdpmd holds as many buffers as it takes "
 				 "(max_bindings); try again later");
@@ -609,16 +584,17 @@ static void do_register(struct client *c, const struct rdpm_msg *m, int fd)
 	}
 }
 
-static struct shared *shared_find(const struct rdpm_nic *n, uid_t uid, unsigned int shift)
+/* A uid has one shared buffer per NIC. */
+static struct shared *shared_find(const struct rdpm_nic *n, uid_t uid)
 {
 	for (struct shared *sh = shareds; sh; sh = sh->next)
-		if (sh->n == n && sh->uid == uid && sh->shift == shift)
+		if (sh->n == n && sh->uid == uid)
 			return sh;
 	return NULL;
 }
 
-/* The user's shared buffer on @n with buffers of 2^@shift bytes, made and
- * bound on first use; NULL after an error reply. */
+/* The user's shared buffer on @n, with buffers of 2^@shift bytes when
+ * made and bound at the first use; NULL after an error reply. */
 static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 				 struct rdpm_nic *n, unsigned int shift)
 {
@@ -627,7 +603,7 @@ static struct shared *shared_get(struct client *c, const struct rdpm_msg *m,
 	struct shared *sh;
 	int err;
 
-	sh = shared_find(n, c->uid, shift);
+	sh = shared_find(n, c->uid);
 	if (sh)
 		return sh;
 	sh = calloc(1, sizeof(*sh));
@@ -746,9 +722,15 @@ static void do_join(struct client *c, const struct rdpm_msg *m)
 					"up (see rdpmd's log)", j->ifname);
 	if (!n->up)
 		return (void)reply_err(c, &m->hdr, -ENETDOWN, "%s is down", j->ifname);
-	if (join_quota(c, m) || register_quota(c, m, n, NULL, j->bytes))
+	sh = shared_find(n, c->uid);
+	if (sh && sh->shift != shift)
+		return (void)reply_err(c, &m->hdr, -EEXIST, "the shared buffer of uid %u on %s "
+					"has receive buffers of 2^%u bytes, not 2^%u (one shared "
+					"buffer per uid and NIC)", c->uid, j->ifname, sh->shift,
+					shift);
+	/* The first share makes the buffer: the uid is charged all of it. */
+	if (join_quota(c, m) || register_quota(c, m, n, NULL, sh ? 0 : n->conf.shared_bytes))
 		return;
-	sh = shared_find(n, c->uid, shift);
 	if (sh && sh->admitted + j->bytes > rdpmd.ops->mem_size(sh->mem))
 		return (void)reply_err(c, &m->hdr, -EDQUOT, "the shared buffer of uid %u on %s "
 					"holds %zu bytes, %llu of them shared by %u client(s): "
@@ -865,7 +847,7 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 	const struct rdpm_steer *s = &m->u.steer;
 	struct binding *b = own_binding(c, s->handle);
 	struct rdpm_steer_reply r;
-	unsigned int count = 0, best;
+	unsigned int count = 0, proven = 0, best;
 	struct devmem_flow want;
 	struct rdpm_sock sk;
 	struct flow *f;
@@ -883,9 +865,20 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 					b->n->conf.name);
 	if (steer_conflict(c, m, b->n, &want))
 		return;
-	for (struct flow *o = flows; o; o = o->next)
+	for (struct flow *o = flows; o; o = o->next) {
 		if (o->c->uid == c->uid && o->b->n == b->n)
 			count++;
+		proven += o->proven;
+	}
+	if (fd >= 0 && proven >= rdpmd.conf.max_proven_flows) {
+		static struct rdpm_bucket rl;
+
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a STEER of pid %d uid %u: "
+				 "max_proven_flows (%u, all users) reached", c->pid, c->uid,
+				 rdpmd.conf.max_proven_flows);
+		return (void)reply_err(c, &m->hdr, -EDQUOT, "rdpmd re-checks as many sockets as "
+					"it takes (max_proven_flows); try again later");
+	}
 	if (count >= b->n->conf.max_rules)
 		return (void)reply_err(c, &m->hdr, -EDQUOT, "quota: %u flow rules on %s of uid "
 					"%u, the most max_rules allows (per uid)", count,
@@ -895,8 +888,8 @@ static void do_steer(struct client *c, const struct rdpm_msg *m, int fd)
 		return (void)reply_err(c, &m->hdr, -ENOMEM, "out of memory");
 	f->f = want;
 	f->proven = fd >= 0;
-	if (f->proven)
-		f->sk = sk;
+	if (f->proven)		/* padding too: flows_check compares whole records */
+		memcpy(&f->sk, &sk, sizeof(sk));
 	/* The least-loaded queue of the binding. */
 	best = b->q[0];
 	for (unsigned int i = 1; i < b->nq; i++)
@@ -1023,6 +1016,7 @@ static void status_counters(struct buf *o, bool json)
 		{ "fds_refused", k->fds_refused },
 		{ "listener_paused", k->listener_paused },
 		{ "refused_preauth", k->refused_preauth },
+		{ "preauth_evicted", k->preauth_evicted },
 		{ "refused_no_access", k->refused_no_access },
 		{ "refused_bindings", k->refused_bindings },
 		{ "refused_joins", k->refused_joins },
@@ -1227,7 +1221,9 @@ int rdpmd_reload(void)
 	rdpmd.conf.max_clients_per_user = nc->max_clients_per_user;
 	rdpmd.conf.hello_timeout_ms = nc->hello_timeout_ms;
 	rdpmd.conf.max_preauth = nc->max_preauth;
+	rdpmd.conf.max_preauth_per_user = nc->max_preauth_per_user;
 	rdpmd.conf.max_bindings = nc->max_bindings;
+	rdpmd.conf.max_proven_flows = nc->max_proven_flows;
 	rdpmd.conf.max_joins_per_client = nc->max_joins_per_client;
 	rdpmd.conf.max_joins_per_user = nc->max_joins_per_user;
 	rdpmd.conf.dmabuf_exporters = nc->dmabuf_exporters;
@@ -1264,11 +1260,11 @@ static void drop_fds(const int *fds, unsigned int n)
 /* Stops reading @c while the closer queue lacks room for a message's fds. */
 static void client_unread(struct client *c)
 {
-	static struct ratelimit rl;
+	static struct rdpm_bucket rl;
 	struct epoll_event ev = { .events = 0, .data.ptr = c };
 
 	rdpmd.counters.closer_full++;
-	log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files block "
+	rdpm_log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files block "
 		    "their close): clients are not read until they are", rdpm_closer_pending());
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	c->unread = true;
@@ -1323,10 +1319,10 @@ static void client_read(struct client *c)
 		/* The end of the connection, or a 0-byte message: a client of
 		 * this protocol never sends one. */
 		if (n == 0 && nfds) {
-			static struct ratelimit rl;
+			static struct rdpm_bucket rl;
 
 			rdpmd.counters.closed_empty++;
-			log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: an empty message with "
+			rdpm_log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: an empty message with "
 				    "file descriptors (closed): disconnecting", c->pid, c->uid);
 		}
 		c->dead = true;
@@ -1392,7 +1388,7 @@ int rdpmd_clients_init(void)
  */
 static void accept_no_fds(int err)
 {
-	static struct ratelimit rl;
+	static struct rdpm_bucket rl;
 	struct rlimit lim = { 0 };
 	int fd = -1;
 
@@ -1406,7 +1402,7 @@ static void accept_no_fds(int err)
 	}
 	if (fd >= 0) {
 		rdpmd.counters.refused_no_fds++;
-		log_limited(&rl, LOG_WARNING, "refusing a connection: out of file descriptors (%s, "
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a connection: out of file descriptors (%s, "
 			    "RLIMIT_NOFILE %llu, %u clients): closed at once", strerror(err),
 			    (unsigned long long)lim.rlim_cur, nclients);
 	}
@@ -1414,49 +1410,69 @@ static void accept_no_fds(int err)
 		rdpmd.counters.listener_paused++;
 		listener_arm(false);
 		listen_resume_at = rdpm_now_ms() + LISTEN_PAUSE_MS;
-		log_limited(&rl, LOG_WARNING, "out of file descriptors (%s, RLIMIT_NOFILE %llu, "
+		rdpm_log_limited(&rl, LOG_WARNING, "out of file descriptors (%s, RLIMIT_NOFILE %llu, "
 			    "%u clients): not accepting connections until one closes",
 			    strerror(err), (unsigned long long)lim.rlim_cur, nclients);
 	}
 }
 
 /*
- * Whether new connection @c may be served: max_clients in all, at most
- * max_preauth of them without HELLO yet (a global cap: every uid of a
- * subuid range is a uid of its own), and at most max_clients_per_user of
- * one uid. Admins pass all of it within RDPM_ADMIN_SLOTS more, so that
- * rdpmctl works when users have taken every slot. A uid that may use no
- * NIC is turned away at HELLO (do_hello), with the reason.
+ * Whether new connection @c may be served. A uid that may use no NIC is
+ * told so (EACCES) and closed at once. max_clients in all, at most
+ * max_clients_per_user of one uid, and at most max_preauth_per_user of one
+ * uid without HELLO yet. When max_preauth connections of all uids together
+ * have not said HELLO, the oldest of them is closed rather than @c refused:
+ * silent connections cannot lock others out. Admins pass all of it within
+ * RDPM_ADMIN_SLOTS more, so that rdpmctl works when users took every slot.
  */
-static bool admit(const struct client *c)
+static bool admit(struct client *c)
 {
-	static struct ratelimit rl_all, rl_pre, rl_user;
-	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0;
+	static struct rdpm_bucket rl_all, rl_pre, rl_user, rl_evict;
+	unsigned int extra = is_admin(c) ? RDPM_ADMIN_SLOTS : 0, mine = 0, pre = 0, mine_pre = 0;
+	struct client *oldest = NULL;
 
+	if (!may_use_any(c)) {
+		refuse_no_access(c, 0);
+		return false;
+	}
 	if (nclients >= rdpmd.conf.max_clients + extra) {
 		rdpmd.counters.refused_max_clients++;
-		log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
+		rdpm_log_limited(&rl_all, LOG_WARNING, "refusing a connection of pid %d uid %u: "
 			    "max_clients (%u%s) reached", c->pid, c->uid, rdpmd.conf.max_clients,
 			    extra ? " and the admins' slots" : "");
 		return false;
 	}
-	if (npreauth >= rdpmd.conf.max_preauth + extra) {
-		rdpmd.counters.refused_preauth++;
-		log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: "
-			    "max_preauth (%u) connections have not said HELLO yet", c->pid, c->uid,
-			    rdpmd.conf.max_preauth);
-		return false;
-	}
-	if (extra)
-		return true;
-	for (struct client *o = clients; o; o = o->next)
+	for (struct client *o = clients; o; o = o->next) {
 		mine += o->uid == c->uid;
-	if (mine >= rdpmd.conf.max_clients_per_user) {
+		if (o->hello || o->dead)
+			continue;
+		pre++;
+		mine_pre += o->uid == c->uid;
+		if (!oldest || o->since <= oldest->since)
+			oldest = o;
+	}
+	if (!extra && mine >= rdpmd.conf.max_clients_per_user) {
 		rdpmd.counters.refused_per_user++;
-		log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
+		rdpm_log_limited(&rl_user, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
 			    "uid has max_clients_per_user (%u) connections", c->pid, c->uid,
 			    rdpmd.conf.max_clients_per_user);
 		return false;
+	}
+	if (!extra && mine_pre >= rdpmd.conf.max_preauth_per_user) {
+		rdpmd.counters.refused_preauth++;
+		rdpm_log_limited(&rl_pre, LOG_WARNING, "refusing a connection of pid %d uid %u: the "
+			    "uid has max_preauth_per_user (%u) connections without HELLO", c->pid,
+			    c->uid, rdpmd.conf.max_preauth_per_user);
+		return false;
+	}
+	if (pre >= rdpmd.conf.max_preauth + extra && oldest) {
+		rdpmd.counters.preauth_evicted++;
+		rdpm_log_limited(&rl_evict, LOG_WARNING, "client pid %d uid %u: closed without HELLO "
+			    "after %llu ms: max_preauth (%u) connections have not said HELLO",
+			    oldest->pid, oldest->uid,
+			    (unsigned long long)(rdpm_now_ms() - oldest->since),
+			    rdpmd.conf.max_preauth);
+		oldest->dead = true;
 	}
 	return true;
 }
@@ -1473,8 +1489,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 		return false;
 	}
 	c->fd = fd;
-	c->since = c->log_at = rdpm_now_ms();
-	c->log_tokens = CLIENT_LOG_BURST;
+	c->since = rdpm_now_ms();
 	c->pid = cr->pid;
 	c->uid = cr->uid;
 	c->gid = cr->gid;
@@ -1492,7 +1507,6 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 	c->next = clients;
 	clients = c;
 	nclients++;
-	npreauth++;
 	rdpm_log(LOG_INFO, "client pid %d uid %u gid %u connected", c->pid, c->uid, c->gid);
 	return true;
 }
@@ -1503,10 +1517,10 @@ static void accept_one(int fd)
 	socklen_t len = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
-		static struct ratelimit rl;
+		static struct rdpm_bucket rl;
 
 		rdpmd.counters.refused_no_creds++;
-		log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
+		rdpm_log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
 		drop_fds(&fd, 1);
 		return;
 	}
@@ -1563,33 +1577,73 @@ int rdpmd_clients_timeout(void)
 /*
  * Removes the rules whose socket is closed or no longer holds the flow:
  * rdpmd keeps no copy of a socket (that would keep its port open), so it
- * asks the kernel about each one by its cookie, every FLOW_CHECK_MS. The
+ * asks the kernel about each one by its tuple and cookie, every
+ * FLOW_CHECK_MS: at most FLOW_CHECKS_PER_TICK requests, one per socket
+ * however many rules it proves; the rules it did not reach come first next
+ * time (the list turns). max_proven_flows bounds the rules, so each is
+ * looked at within max_proven_flows / FLOW_CHECKS_PER_TICK ticks. The
  * client learns it from the next request on the flow (ENOENT).
  */
 static void flows_check(uint64_t now)
 {
-	static struct ratelimit rl, gone;
-	char why[160];
+	static struct rdpm_bucket rl, gone;
+	static struct {
+		struct rdpm_sock sk;
+		int err;
+		char why[160];
+	} asked[FLOW_CHECKS_PER_TICK];
+	unsigned int nasked = 0;
+	struct flow *stop = NULL;
 
 	if (now < next_flow_check)
 		return;
 	next_flow_check = now + FLOW_CHECK_MS;
 	for (struct flow *f = flows, *next; f; f = next) {
+		unsigned int i;
 		int err;
 
 		next = f->next;
 		if (!f->proven)
 			continue;
-		err = rdpm_sock_alive(&f->sk, why, sizeof(why));
+		for (i = 0; i < nasked && memcmp(&asked[i].sk, &f->sk, sizeof(f->sk)); i++)
+			;
+		if (i == nasked) {
+			if (nasked == FLOW_CHECKS_PER_TICK) {
+				stop = f;
+				break;
+			}
+			memcpy(&asked[i].sk, &f->sk, sizeof(f->sk));
+			asked[i].err = rdpm_sock_alive(&f->sk, asked[i].why, sizeof(asked[i].why));
+			nasked++;
+		}
+		err = asked[i].err;
 		if (err == -ENOENT || err == -ESTALE) {
-			log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed from "
-				    "%s: %s", f->c->pid, f->c->uid, f->id, f->b->n->conf.name, why);
+			rdpm_log_limited(&gone, LOG_INFO, "client pid %d uid %u: flow %u removed "
+					 "from %s: %s", f->c->pid, f->c->uid, f->id,
+					 f->b->n->conf.name, asked[i].why);
 			flow_remove(f);
 		} else if (err) {
 			/* Kept: proven at the last look; asked again next time. */
-			log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, why);
+			rdpm_log_limited(&rl, LOG_WARNING, "flow %u: %s", f->id, asked[i].why);
 		}
 	}
+	/* The list from @stop on goes first next time. */
+	if (stop && stop != flows) {
+		struct flow *prev = flows, *tail;
+
+		while (prev->next != stop)
+			prev = prev->next;
+		for (tail = stop; tail->next; tail = tail->next)
+			;
+		tail->next = flows;
+		flows = stop;
+		prev->next = NULL;
+	}
+}
+
+void rdpmd_flows_recheck(void)
+{
+	next_flow_check = 0;
 }
 
 void rdpmd_clients_tick(void)
@@ -1600,10 +1654,10 @@ void rdpmd_clients_tick(void)
 	for (struct client *c = clients; c; c = c->next) {
 		if (c->hello || c->dead || now < c->since + rdpmd.conf.hello_timeout_ms)
 			continue;
-		static struct ratelimit rl;
+		static struct rdpm_bucket rl;
 
 		rdpmd.counters.hello_timeouts++;
-		log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: no HELLO within %u ms: "
+		rdpm_log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: no HELLO within %u ms: "
 			    "disconnecting", c->pid, c->uid, rdpmd.conf.hello_timeout_ms);
 		c->dead = true;
 	}

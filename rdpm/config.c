@@ -159,7 +159,9 @@ static void defaults(struct rdpm_conf *c)
 	c->max_clients_per_user = 16;
 	c->hello_timeout_ms = 5000;
 	c->max_preauth = 16;
+	c->max_preauth_per_user = 2;
 	c->max_bindings = 256;
+	c->max_proven_flows = 256;
 	c->max_joins_per_client = 4;
 	c->max_joins_per_user = 16;
 	/* udmabuf, the system dma-heap, CUDA memory (libdevmem's providers). */
@@ -179,7 +181,7 @@ static void nic_defaults(struct rdpm_nic_conf *n)
 int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t errlen)
 {
 	struct rdpm_nic_conf *nic = NULL;
-	bool global = false, per_user_set = false, preauth_set = false;
+	bool global = false, per_user_set = false, preauth_set = false, preauth_user_set = false;
 	const char *p = text;
 	char line[512];
 	int lineno = 0;
@@ -269,10 +271,20 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 					return fail(err, errlen, lineno, "max_preauth: 1 to 4096");
 				c->max_preauth = u;
 				preauth_set = true;
+			} else if (!strcmp(key, "max_preauth_per_user")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_preauth_per_user: 1 to "
+						    "4096");
+				c->max_preauth_per_user = u;
+				preauth_user_set = true;
 			} else if (!strcmp(key, "max_bindings")) {
 				if (!parse_u64(val, 65536, &u, false) || !u)
 					return fail(err, errlen, lineno, "max_bindings: 1 to 65536");
 				c->max_bindings = u;
+			} else if (!strcmp(key, "max_proven_flows")) {
+				if (!parse_u64(val, 4096, &u, false) || !u)
+					return fail(err, errlen, lineno, "max_proven_flows: 1 to 4096");
+				c->max_proven_flows = u;
 			} else if (!strcmp(key, "max_joins_per_client") ||
 				   !strcmp(key, "max_joins_per_user")) {
 				if (!parse_u64(val, 4096, &u, false) || !u)
@@ -341,6 +353,11 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 	if (c->max_preauth > c->max_clients)
 		return fail(err, errlen, lineno, "max_preauth %u exceeds max_clients %u",
 			    c->max_preauth, c->max_clients);
+	if (!preauth_user_set && c->max_preauth_per_user > c->max_preauth)
+		c->max_preauth_per_user = c->max_preauth;
+	if (c->max_preauth_per_user > c->max_preauth)
+		return fail(err, errlen, lineno, "max_preauth_per_user %u exceeds max_preauth %u",
+			    c->max_preauth_per_user, c->max_preauth);
 	if (c->max_clients_per_user > c->max_clients)
 		return fail(err, errlen, lineno, "max_clients_per_user %u exceeds max_clients %u",
 			    c->max_clients_per_user, c->max_clients);

@@ -43,8 +43,10 @@ struct rdpm_conf {
 	unsigned int max_clients;	/* connections at once (admins: a few more) */
 	unsigned int max_clients_per_user;	/* connections at once of one uid */
 	unsigned int max_preauth;	/* connections without HELLO yet, all uids together */
+	unsigned int max_preauth_per_user;	/* connections without HELLO yet of one uid */
 	unsigned int hello_timeout_ms;	/* a connection without HELLO by then is closed */
 	unsigned int max_bindings;	/* buffers (REGISTER and JOIN) of all users together */
+	unsigned int max_proven_flows;	/* socket-proved rules of all users (re-checked) */
 	unsigned int max_joins_per_client;	/* shares (JOIN) of one connection at once */
 	unsigned int max_joins_per_user;	/* shares of one uid at once */
 	struct rdpm_namelist dmabuf_exporters;	/* exp_name of the dma-bufs REGISTER takes */

@@ -43,6 +43,22 @@ int rdpm_dmabuf_info_check(const char *info, const struct rdpm_namelist *allowed
 	return 0;
 }
 
+/* What the fd of /proc link @link is, in words: a path is the host's
+ * business, not the client's, and a file name may hold any byte. Never
+ * fstat(): on a stalled FUSE mount it blocks. */
+static const char *fd_kind(const char *link)
+{
+	if (link[0] == '/')
+		return "a file";
+	if (!strncmp(link, "socket:", 7))
+		return "a socket";
+	if (!strncmp(link, "pipe:", 5))
+		return "a pipe";
+	if (!strncmp(link, "anon_inode:", 11))
+		return "an anonymous inode";
+	return "no file";
+}
+
 int rdpm_dmabuf_check(int fd, char *why, size_t len)
 {
 	char path[64], link[128], info[2048];
@@ -57,7 +73,7 @@ int rdpm_dmabuf_check(int fd, char *why, size_t len)
 	}
 	link[n] = 0;
 	if (strncmp(link, "/dmabuf:", 8)) {
-		snprintf(why, len, "the fd attached is not a dma-buf (it is %.80s)", link);
+		snprintf(why, len, "the fd attached is not a dma-buf (it is %s)", fd_kind(link));
 		return -EBADF;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);

@@ -19,8 +19,7 @@
 #define LOG_RATE	50
 
 static uint64_t dropped, suppressed, reported_dropped, reported_suppressed;
-static uint64_t tokens_at;		/* ms when the bucket was last filled */
-static unsigned int tokens = LOG_BURST;
+static struct rdpm_bucket budget;	/* of notices and info lines */
 
 static int stderr_flags = -1;
 
@@ -48,19 +47,45 @@ uint64_t rdpm_log_suppressed(void)
 	return suppressed;
 }
 
-/* Whether a notice or info line may go now. */
-static bool budget(void)
+bool rdpm_bucket_take(struct rdpm_bucket *b, unsigned int burst, unsigned int per_s)
 {
-	uint64_t now = rdpm_now_ms(), add = (now - tokens_at) * LOG_RATE / 1000;
+	uint64_t now = rdpm_now_ms(), add = (now - b->at) * per_s / 1000;
 
-	if (add) {
-		tokens = add >= LOG_BURST - tokens ? LOG_BURST : tokens + add;
-		tokens_at = now;
+	if (!b->primed) {
+		b->primed = true;
+		b->tokens = burst;
+		b->at = now;
+	} else if (add) {
+		b->tokens = add >= burst - b->tokens ? burst : b->tokens + add;
+		b->at = now;
 	}
-	if (!tokens)
+	if (!b->tokens) {
+		b->missed++;
 		return false;
-	tokens--;
+	}
+	b->tokens--;
 	return true;
+}
+
+/* Copies @src into @dst (@size > 0) with control and non-ASCII bytes as
+ * \xNN: a line says what it says, no text a client chose can forge a
+ * line or its priority. Returns the length written. */
+static int escape(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+		bool plain = *p >= ' ' && *p < 0x7f && *p != '\\';
+
+		if (n + (plain ? 1 : 4) >= size)
+			break;
+		if (plain)
+			dst[n++] = *p;
+		else
+			n += snprintf(dst + n, size - n, "\\x%02x", *p);
+	}
+	dst[n] = 0;
+	return n;
 }
 
 /* One write per line, so that lines of concurrent writers never mix. */
@@ -71,11 +96,11 @@ static bool put(const char *line, int len)
 
 void rdpm_log(int prio, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[1024], text[1024];
 	va_list ap;
 	int n;
 
-	if (prio >= LOG_NOTICE && !budget()) {
+	if (prio >= LOG_NOTICE && !rdpm_bucket_take(&budget, LOG_BURST, LOG_RATE)) {
 		suppressed++;
 		return;
 	}
@@ -91,12 +116,30 @@ void rdpm_log(int prio, const char *fmt, ...)
 		reported_dropped = dropped;
 		reported_suppressed = suppressed;
 	}
-	n = snprintf(buf, sizeof(buf), "<%d>", prio);
 	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	n += strlen(buf + n);		/* at most sizeof(buf) - 2: room for the \n */
+	n = snprintf(buf, sizeof(buf), "<%d>", prio);
+	n += escape(buf + n, sizeof(buf) - n - 1, text);	/* room for the \n */
 	buf[n++] = '\n';
 	if (!put(buf, n))
 		dropped++;
+}
+
+void rdpm_log_limited(struct rdpm_bucket *b, int prio, const char *fmt, ...)
+{
+	unsigned long missed = b->missed;
+	char line[512];
+	va_list ap;
+
+	if (!rdpm_bucket_take(b, 1, 1))
+		return;
+	b->missed = 0;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (missed)
+		rdpm_log(prio, "%s (and %lu more since the last such line)", line, missed);
+	else
+		rdpm_log(prio, "%s", line);
 }

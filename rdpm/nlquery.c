@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Netlink dumps rdpmd's ownership checks read (libmnl): a socket's record
- * by cookie (NETLINK_SOCK_DIAG) and an interface's addresses (rtnetlink).
- * Each opens its own socket: they run at a STEER and once a second per
- * socket-proved rule, far from any hot path.
+ * What rdpmd's ownership checks ask the kernel (libmnl): one socket's
+ * record, looked up by its tuple and cookie (NETLINK_SOCK_DIAG, an exact
+ * request, no dump; the re-check of socket-proved rules asks it every
+ * second, on one netlink socket kept open), and an interface's addresses
+ * (rtnetlink, a dump on a socket of its own, at STEER only).
  */
 #include <errno.h>
 #include <libmnl/libmnl.h>
@@ -13,7 +14,9 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "nlquery.h"
@@ -100,27 +103,96 @@ static int diag_cb(const struct nlmsghdr *nlh, void *data)
 	return mnl_attr_parse(nlh, sizeof(*m), diag_attr_cb, w->d);
 }
 
-int rdpm_diag_find(int family, uint16_t port, uint64_t cookie, struct rdpm_diag *d)
+/* rdpmd's sock_diag socket, opened at the first use and again after an
+ * error (a reply not read to its end must not answer the next request). */
+static struct mnl_socket *diag_nl;
+static uint32_t diag_seq;
+
+static void diag_close(void)
+{
+	if (diag_nl)
+		mnl_socket_close(diag_nl);
+	diag_nl = NULL;
+}
+
+static int diag_open(void)
+{
+	int fd;
+
+	if (diag_nl)
+		return 0;
+	diag_nl = mnl_socket_open2(NETLINK_SOCK_DIAG, SOCK_CLOEXEC);
+	if (!diag_nl)
+		return -errno;
+	fd = mnl_socket_get_fd(diag_nl);
+	/* The kernel answers while sendto runs: a read never needs to wait. */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) ||
+	    mnl_socket_bind(diag_nl, 0, MNL_SOCKET_AUTOPID)) {
+		int err = -errno;
+
+		diag_close();
+		return err;
+	}
+	return 0;
+}
+
+int rdpm_diag_find(const struct rdpm_diag_key *k, struct rdpm_diag *d)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct diag_want w = { .cookie = k->cookie, .d = d };
 	struct inet_diag_req_v2 *r;
-	/* The kernel filters by local port: "sport == port", else reject. */
-	struct inet_diag_bc_op bc[2] = {
-		{ .code = INET_DIAG_BC_S_EQ, .yes = sizeof(bc), .no = sizeof(bc) + 4 },
-		{ .no = port },
-	};
-	struct diag_want w = { .cookie = cookie, .d = d };
-	int err;
+	size_t n = k->family == AF_INET6 ? 16 : 4;
+	ssize_t got;
+	int ret;
 
+	ret = diag_open();
+	if (ret)
+		return ret;
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	/* Not a dump: the kernel looks the tuple up (as a packet would find
+	 * the socket) and answers only if that socket has the cookie; the
+	 * ack ends the answer. */
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = ++diag_seq;
 	r = mnl_nlmsg_put_extra_header(nlh, sizeof(*r));
-	r->sdiag_family = (uint8_t)family;
+	r->sdiag_family = (uint8_t)k->family;
 	r->sdiag_protocol = IPPROTO_TCP;
 	r->idiag_states = ~0u;
-	mnl_attr_put(nlh, INET_DIAG_REQ_BYTECODE, sizeof(bc), bc);
-	err = dump(NETLINK_SOCK_DIAG, nlh, diag_cb, &w);
-	return err ? err : w.found;
+	r->id.idiag_sport = htons(k->lport);
+	r->id.idiag_dport = htons(k->pport);
+	memcpy(r->id.idiag_src, k->local, n);
+	memcpy(r->id.idiag_dst, k->peer, n);
+	r->id.idiag_if = k->ifindex;
+	r->id.idiag_cookie[0] = (uint32_t)k->cookie;
+	r->id.idiag_cookie[1] = (uint32_t)(k->cookie >> 32);
+	if (mnl_socket_sendto(diag_nl, nlh, nlh->nlmsg_len) < 0) {
+		ret = -errno;
+		diag_close();
+		return ret;
+	}
+	for (;;) {
+		got = mnl_socket_recvfrom(diag_nl, buf, sizeof(buf));
+		if (got <= 0) {
+			ret = got < 0 ? -errno : -EIO;
+			break;
+		}
+		errno = 0;
+		ret = mnl_cb_run(buf, (size_t)got, diag_seq, mnl_socket_get_portid(diag_nl),
+				 diag_cb, &w);
+		if (ret < 0) {		/* an error answer sets errno */
+			ret = -(errno ? errno : EPROTO);
+			break;
+		}
+		if (ret == MNL_CB_STOP)
+			return w.found;
+	}
+	/* ENOENT: no socket has the tuple, or the one that has it another
+	 * cookie. The answer was read to its end. */
+	if (ret == -ENOENT)
+		return 0;
+	diag_close();
+	return ret;
 }
 
 struct addr_want {

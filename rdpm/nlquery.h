@@ -22,13 +22,25 @@ struct rdpm_diag {
 	int v6only;			/* IPV6_V6ONLY of a listener; -1: not told */
 };
 
+/* Which socket to look up: its tuple as it has it (addresses in network
+ * order, ports in host order; a listener's peer zero), its device
+ * (SO_BINDTOIFINDEX) and its SO_COOKIE. */
+struct rdpm_diag_key {
+	int family;
+	const uint8_t *local, *peer;
+	uint16_t lport, pport;
+	uint32_t ifindex;
+	uint64_t cookie;
+};
+
 /*
- * The socket of @family whose SO_COOKIE is @cookie, found among the TCP
- * sockets on local port @port in rdpmd's network namespace
- * (NETLINK_SOCK_DIAG, one message the kernel fills from the socket).
- * 1 found, 0 none, -errno.
+ * The kernel's record of the TCP socket @k names, in rdpmd's network
+ * namespace (NETLINK_SOCK_DIAG, one exact request on a socket kept open:
+ * the kernel finds the socket a packet of the tuple would reach and answers
+ * only if it has the cookie). 1 found, 0 none (closed, or the tuple now
+ * reaches another socket), -errno.
  */
-int rdpm_diag_find(int family, uint16_t port, uint64_t cookie, struct rdpm_diag *d);
+int rdpm_diag_find(const struct rdpm_diag_key *k, struct rdpm_diag *d);
 
 /* Whether address @addr of @family (4 or 16 bytes) is assigned to the
  * interface @ifindex in rdpmd's network namespace (rtnetlink): 1, 0, -errno. */

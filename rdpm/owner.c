@@ -240,6 +240,13 @@ int rdpm_sock_read(int fd, uid_t uid, struct rdpm_sock *s, char *why, size_t len
 		}
 		addr_of(&peer, s->peer, &s->pport);
 	}
+	/* The kernel finds a listener by its tuple, and in an SO_REUSEPORT
+	 * group that is any member: rdpmd could not look this one up again. */
+	if (s->listening && sockopt(fd, SOL_SOCKET, SO_REUSEPORT) != 0) {
+		snprintf(why, len, "the socket attached listens with SO_REUSEPORT: rdpmd cannot "
+			 "tell it from the others of its group (steer with a connected socket)");
+		return -EINVAL;
+	}
 	if (domain == AF_INET6 && s->listening && zero(s->local, 16))
 		s->dual = sockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY) == 0;
 	l = sizeof(cookie);
@@ -271,16 +278,19 @@ int rdpm_sock_read(int fd, uid_t uid, struct rdpm_sock *s, char *why, size_t len
 int rdpm_sock_alive(const struct rdpm_sock *s, char *why, size_t len)
 {
 	size_t n = s->domain == AF_INET6 ? 16 : 4;
+	struct rdpm_diag_key k = { .family = s->domain, .local = s->local, .peer = s->peer,
+				   .lport = s->lport, .pport = s->pport, .ifindex = s->ifindex,
+				   .cookie = s->cookie };
 	struct rdpm_diag d;
-	int err = rdpm_diag_find(s->domain, s->lport, s->cookie, &d);
+	int err = rdpm_diag_find(&k, &d);
 
 	if (err < 0) {
 		snprintf(why, len, "cannot look the socket up (sock_diag: %s)", strerror(-err));
 		return err;
 	}
 	if (!err || !d.inode) {
-		snprintf(why, len, "the socket is closed (or shut down: neither listening nor "
-			 "connected)");
+		snprintf(why, len, "the socket is closed, shut down (neither listening nor "
+			 "connected) or no longer has its addresses");
 		return -ENOENT;
 	}
 	if (s->listening ? d.state != TCP_LISTEN :

@@ -40,9 +40,10 @@ int rdpm_sock_read(int fd, uid_t uid, struct rdpm_sock *s, char *why, size_t len
 
 /*
  * Whether the socket @s read still holds what it held then: open, the same
- * state, addresses, device and owner (sock_diag by its cookie; rdpmd keeps
- * no copy of it). 0; -ENOENT (closed) or -ESTALE (changed) with the reason
- * in @why; another -errno when the kernel could not be asked.
+ * state, addresses, device and owner (sock_diag by its tuple and cookie;
+ * rdpmd keeps no copy of it). 0; -ENOENT (closed, or its tuple no longer
+ * reaches it) or -ESTALE (changed) with the reason in @why; another -errno
+ * when the kernel could not be asked.
  */
 int rdpm_sock_alive(const struct rdpm_sock *s, char *why, size_t len);
 

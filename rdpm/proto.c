@@ -20,9 +20,12 @@ bool rdpm_ifname_ok(const char *s, size_t size)
 	/* What the kernel accepts as a name (dev_valid_name). */
 	if (!strcmp(s, ".") || !strcmp(s, ".."))
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == '/' || s[i] == ':' || s[i] <= ' ' || s[i] == 0x7f)
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = s[i];
+
+		if (b == '/' || b == ':' || b <= ' ' || b == 0x7f)
 			return false;
+	}
 	/* Bytes after the NUL must be zero: no hidden payload. */
 	for (size_t i = n; i < size; i++)
 		if (s[i])

@@ -25,6 +25,22 @@ void rdpm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3
 uint64_t rdpm_log_dropped(void);
 uint64_t rdpm_log_suppressed(void);
 
+/* A token bucket, the one rate limiter of rdpmd: zero-initialised it is full. */
+struct rdpm_bucket {
+	bool primed;
+	unsigned int tokens;
+	uint64_t at;		/* ms when it was last refilled */
+	unsigned long missed;	/* takes refused since the last one granted */
+};
+/* Takes a token from @b, which holds @burst and gains @per_s a second;
+ * false (counted in @b->missed) when it is empty. */
+bool rdpm_bucket_take(struct rdpm_bucket *b, unsigned int burst, unsigned int per_s);
+/* rdpm_log at most once a second per @b (a kind of event): a client that
+ * connects in a loop must not flood the journal. The next line that goes
+ * counts those left out. */
+void rdpm_log_limited(struct rdpm_bucket *b, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /*
  * closer.c: a thread that closes the file descriptors clients passed.
  * close() of a client's file can block for as long as the client likes (a
@@ -107,7 +123,8 @@ struct rdpm_counters {
 	uint64_t closed_empty;		/* a 0-byte message */
 	uint64_t fds_refused;		/* fds attached where none is taken: closed */
 	uint64_t listener_paused;	/* times the listener was paused, out of fds */
-	uint64_t refused_preauth;	/* max_preauth connections without HELLO reached */
+	uint64_t refused_preauth;	/* the uid's max_preauth_per_user reached */
+	uint64_t preauth_evicted;	/* the oldest without HELLO closed: max_preauth reached */
 	uint64_t refused_no_access;	/* a uid that may use no NIC and is no admin */
 	uint64_t refused_bindings;	/* max_bindings (all users) reached */
 	uint64_t refused_joins;		/* max_joins_per_client or _per_user reached */
@@ -160,6 +177,8 @@ int rdpmd_clients_init(void);
 int rdpmd_clients_timeout(void);
 /* Acts on the deadlines that passed: closes connections without HELLO,
  * resumes a paused listener, removes flows whose socket is gone. */
+/* The next rdpmd_clients_tick re-checks socket-proved rules (tests). */
+void rdpmd_flows_recheck(void);
 void rdpmd_clients_tick(void);
 void rdpmd_client_event(void *client, uint32_t events);
 void rdpmd_clients_reap(void);

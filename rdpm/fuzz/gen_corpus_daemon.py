@@ -49,6 +49,10 @@ write("register_steer", hello(1), req(1, 2, fz0 + struct.pack("<II", 1, 0), MEMF
 write("join_window", hello(1), req(1, 10, fz0 + struct.pack("<IIQ", 0, 0, 1 << 16)),
       req(1, 9, struct.pack("<IIQ", 1, 0, 1 << 16), TCP), steer(1, 1, 6000),
       hello(2), req(2, 10, fz0 + struct.pack("<IIQ", 12, 0, 1 << 16)))
+# The admin steers with a listener on 127.0.0.1 (the flow it holds); the
+# listener is closed once sent, and the re-check removes the rule.
+write("steer_proven", hello(0), req(0, 2, fz0 + struct.pack("<II", 1, 0), MEMFD),
+      req(0, 3, struct.pack("<IB3x", 1, 0) + bytes(36), TCP))
 write("join_loop", hello(1), *[req(1, 10, fz0 + struct.pack("<IIQ", 0, 0, 4096), mid=i)
                                for i in range(5)])
 write("status_drain_reload", hello(0), req(0, 6, struct.pack("<I", 1)),

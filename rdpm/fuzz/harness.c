@@ -51,7 +51,8 @@ void harness_init(const char *conf)
 		/* Present: a token no code dereferences (only the fake layer sees it). */
 		n->nic = (struct devmem_nic *)&rdpmd.nics[i];
 		n->up = true;
-		n->ifindex = 7;
+		/* lo's: a socket on 127.0.0.1 proves a flow on it (STEER). */
+		n->ifindex = 1;
 		n->queues = 8;
 		n->first = 8 - n->conf.reserve;
 	}

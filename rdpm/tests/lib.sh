@@ -12,8 +12,9 @@ libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl -lpt
 # rdpm_build: $tmp/rdpmd and $tmp/rdpmctl from the tree's sources.
 rdpm_build() {
 	make -s -C "$top/userspace/libdevmem" || return 1
-	cc $cflags -o "$tmp/rdpmd" "$top"/rdpm/{server,clients,log,nicstate,config,proto,owner,nlquery,closer,dmabuf}.c \
-		$libs || return 1
+	local srcs
+	srcs=$(make -s --no-print-directory -C "$top/rdpm" daemon-srcs) || return 1
+	(cd "$top/rdpm" && cc $cflags -o "$tmp/rdpmd" $srcs $libs) || return 1
 	cc $cflags -o "$tmp/rdpmctl" "$top/rdpm/rdpmctl.c" $libs
 }
 

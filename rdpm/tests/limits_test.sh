@@ -7,8 +7,9 @@
 # - limits per uid: a uid at max_clients_per_user does not keep another
 #   uid out; a connection without HELLO is closed after hello_timeout_ms;
 #   the refusals are counted in an admin's STATUS, and logged;
-# - global caps: max_preauth connections without HELLO of all uids, and
-#   none for a uid that may use no NIC;
+# - before HELLO: a uid that may use no NIC is closed at accept (EACCES),
+#   another holds at most max_preauth_per_user silent connections, and at
+#   max_preauth of all uids the oldest silent one makes room for a new one;
 # - closing passed fds never blocks the loop: a TCP socket whose close
 #   lingers 5 s (a zero-window peer) passed and dropped, a new client is
 #   served at once; REGISTER with 2 and 200 fds refused, all closed;
@@ -43,7 +44,7 @@ chmod 755 "$tmp"
 hostile() { $py "$tmp/rdpm_hostile.py" "$@"; }
 # as UID CMD...: a client of another uid, no groups.
 as() { local uid=$1; shift; setpriv --reuid "$uid" --regid "$uid" --clear-groups "$@"; }
-A=65534 B=65533 C=65532
+A=65534 B=65533 C=65532 D=65531
 export RDPM_SOCKET=$tmp/rdpm.sock
 conf() {
 	cat <<CONF
@@ -53,9 +54,10 @@ state_dir = $2
 max_clients = ${3:-8}
 max_clients_per_user = 4
 max_preauth = 4
+max_preauth_per_user = 2
 hello_timeout_ms = 2000
 [nic dtb]
-users = root, $A, $B
+users = root, $A, $B, $D
 CONF
 }
 conf "$tmp/rdpm.sock" "$tmp/state" > "$tmp/rdpm.conf"
@@ -164,33 +166,41 @@ check "a connection without HELLO is closed after hello_timeout_ms (2 s): $out" 
 check "... counted (hello_timeouts)" test "$(counter hello_timeouts)" -ge 1
 check "... and logged" grep -q "^<5>client pid [0-9]* uid 0: no HELLO within 2000 ms" "$tmp/log"
 
-# --- global caps: connections before HELLO, uids without access
-as $A $py "$tmp/rdpm_hostile.py" silenthold 3 1.5 > "$tmp/held" &
-holder=$!
-until_ok 5 grep -q open "$tmp/held"
-echo "uid $A, 3 connections without HELLO: $(cat "$tmp/held")"
-out=$(as $B $py "$tmp/rdpm_hostile.py" silenthold 3 0)
-echo "uid $B, 3 more: $out"
-check "max_preauth (4) connections without HELLO at once, all uids together" \
-	test "$out" = "open 1 closed 2"
-check "... counted (refused_preauth >= 2)" test "$(counter refused_preauth)" -ge 2
-check "... and logged" grep -q "^<4>refusing a connection of pid [0-9]* uid $B: max_preauth (4)" \
-	"$tmp/log"
-wait $holder
-holder=
-check "... once they go, uid $B gets in" until_ok 3 as $B $py "$tmp/rdpm_hostile.py" hello
+# --- connections before HELLO: no uid locks others out
+out=$(as $C $py "$tmp/rdpm_hostile.py" silenthold 3 0)
+check "a uid that may use no NIC ($C) is closed at accept: $out" test "$out" = "open 0 closed 3"
 out=$(as $C $py "$tmp/rdpm_hostile.py" hello)
-check "a uid that may use no NIC ($C) is refused at HELLO" test $? != 0
+check "... told so" test $? != 0
 echo "uid $C: $out"
 check "... with EACCES, saying why" grep -q "13, 'uid $C may use no NIC of rdpmd" <<< "$out"
-check "... counted (refused_no_access)" test "$(counter refused_no_access)" -ge 1
-check "... and logged" grep -q "^<4>refusing pid [0-9]* uid $C at HELLO: the uid may use no NIC" \
+check "... counted (refused_no_access >= 4)" test "$(counter refused_no_access)" -ge 4
+check "... and logged" grep -q "^<4>refusing pid [0-9]* uid $C: the uid may use no NIC" \
 	"$tmp/log"
-check "... its slot freed at once (no client of uid $C left)" $py -c "
+check "... no client of uid $C left" $py -c "
 import json, sys
 d = json.loads(sys.stdin.read())
 assert not [c for c in d['clients'] if c['uid'] == $C], d
 " < <(json)
+as $A $py "$tmp/rdpm_hostile.py" silenthold 3 1.5 > "$tmp/held" &
+holder=$!
+until_ok 5 grep -q open "$tmp/held"
+check "uid $A: max_preauth_per_user (2) of 3 connections without HELLO: $(cat "$tmp/held")" \
+	test "$(cat "$tmp/held")" = "open 2 closed 1"
+check "... counted (refused_preauth >= 1)" test "$(counter refused_preauth)" -ge 1
+check "... and logged" grep -q "^<4>refusing a connection of pid [0-9]* uid $A: the uid has max_preauth_per_user (2)" \
+	"$tmp/log"
+as $B $py "$tmp/rdpm_hostile.py" silenthold 2 1.5 > "$tmp/held2" &
+holder2=$!
+until_ok 5 grep -q open "$tmp/held2"
+check "uid $B: 2 more without HELLO, max_preauth (4) reached: $(cat "$tmp/held2")" \
+	test "$(cat "$tmp/held2")" = "open 2 closed 0"
+check "a third uid ($D) still says HELLO" as $D $py "$tmp/rdpm_hostile.py" hello
+check "... the oldest without HELLO (uid $A) closed for it (preauth_evicted >= 1)" \
+	test "$(counter preauth_evicted)" -ge 1
+check "... and logged" grep -q "^<4>client pid [0-9]* uid $A: closed without HELLO after [0-9]* ms: max_preauth (4)" \
+	"$tmp/log"
+wait $holder $holder2
+holder=
 
 # --- the log stays bounded and never blocks
 out=$(hostile badflood 3000)
@@ -201,6 +211,12 @@ check "3000 bad requests of one client: all refused, $lines log lines (at most 2
 	test "${out%% pid*}" = "refused 3000" -a "$lines" -le 20
 check "... the lines left out are counted in the log" \
 	grep -q "^<5>client pid $bad uid 0: [0-9]* refusal(s) not logged" "$tmp/log"
+unread=$(counter closed_unread)
+out=$(hostile deaf 20)
+check "20 clients that read no reply are closed: $out" test "$out" = "closed 20 of 20"
+check "... counted (closed_unread)" test "$(counter closed_unread)" -ge $((unread + 20))
+lines=$(grep -c ": cannot send (" "$tmp/log")
+check "... their warnings rate limited ($lines lines, at most 5)" test "$lines" -le 5
 conf "$tmp/e.sock" "$tmp/state-e" > "$tmp/e.conf"
 $py "$tmp/rdpm_hostile.py" stuckerr "$tmp/rdpmd" -c "$tmp/e.conf" &
 epid=$!
@@ -228,6 +244,12 @@ out=$(hostile register file)
 echo "file: $out"
 check "REGISTER with a regular file is refused: not a dma-buf" \
 	grep -q "^errno EBADF .*not a dma-buf" <<< "$out"
+out=$(hostile register evilname)
+echo "a file named 'x\\n<0>forged': $out"
+check "... refused too, telling the kind of file, not its name" \
+	grep -q "^errno EBADF .*not a dma-buf (it is a file)$" <<< "$out"
+check "... and no log line starts with <0> or holds the name" \
+	bash -c "! grep -q '^<0>\|forged' '$tmp/log'"
 out=$(timeout 20 unshare -m --propagation private $py "$tmp/rdpm_hostile.py" register fuse)
 rc=$?
 echo "FUSE: $out"

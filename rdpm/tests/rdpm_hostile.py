@@ -32,6 +32,9 @@
                                      N, slowest S s"
   rdpm_hostile.py badflood N         HELLO, then N malformed requests (UNSTEER of
                                      flow 0), each answered; prints "refused N pid P"
+  rdpm_hostile.py deaf N             N clients, one after the other, each sending
+                                     requests and reading no reply until rdpmd closes
+                                     it; prints "closed C of N"
   rdpm_hostile.py fds K              HELLO, then a REGISTER with K fds attached;
                                      prints "errno E: TEXT"
   rdpm_hostile.py silenthold N S     N connections that say nothing; prints "open A
@@ -87,7 +90,12 @@ def send(s, data, fds=()):
 def reply(s):
     """(type, errno or 0, text) of the next reply that is not an event; None at EOF."""
     while True:
-        data = s.recv(1 << 18)
+        try:
+            data = s.recv(1 << 18)
+        except ConnectionResetError:
+            # Closed with our request unread: the error comes first, the
+            # reason after it.
+            data = s.recv(1 << 18)
         if len(data) < HDR.size:
             return None
         _, _, mtype, _, _ = HDR.unpack_from(data)
@@ -101,7 +109,10 @@ def reply(s):
 
 
 def say_hello(s):
-    send(s, hello_msg())
+    try:
+        send(s, hello_msg())
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # refused at accept: the reason is queued
     r = reply(s)
     if not r or r[1]:
         raise OSError(errno.EPROTO, "HELLO refused: %r" % (r,))
@@ -254,6 +265,12 @@ def register(kind):
         f = tempfile.TemporaryFile()
         f.write(b"x" * 4096)
         fd = os.dup(f.fileno())
+    elif kind == "evilname":
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "x\n<0>forged")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.unlink(path)
+        os.rmdir(d)
     elif kind == "fuse":
         try:
             fd, dev, mnt = fuse_fd()
@@ -379,6 +396,23 @@ def badflood(n):
     return 0 if refused == n else 1
 
 
+def deaf(n):
+    """n clients, each sending requests and reading no reply until rdpmd
+    closes it."""
+    closed = 0
+    for _ in range(n):
+        s = connect(5.0)
+        say_hello(s)
+        try:
+            for i in range(100000):
+                send(s, msg(UNSTEER, struct.pack("=I", 0), i + 2))
+        except OSError:
+            closed += 1
+        s.close()
+    print("closed %d of %d" % (closed, n))
+    return 0 if closed == n else 1
+
+
 def fds(k):
     s = connect(3.0)
     say_hello(s)
@@ -401,7 +435,9 @@ def silenthold(n, seconds):
     for s in held:
         s.setblocking(False)
         try:
-            closed += s.recv(16) == b""
+            while s.recv(1 << 16):
+                pass  # a refusal's reason, then EOF
+            closed += 1
         except BlockingIOError:
             pass
         except ConnectionResetError:
@@ -445,6 +481,8 @@ def main(argv):
         return hellos(int(argv[2]))
     if cmd == "badflood" and len(argv) == 3:
         return badflood(int(argv[2]))
+    if cmd == "deaf" and len(argv) == 3:
+        return deaf(int(argv[2]))
     if cmd == "fds" and len(argv) == 3:
         return fds(int(argv[2]))
     if cmd == "silenthold" and len(argv) == 4:

@@ -180,6 +180,14 @@ static void global_cap(void)
 	harness_reset();
 }
 
+/* REGISTER of memfd @fd on fz0 (a dma-buf to the fake layer). */
+static void reg(int s, int fd, struct reply *r)
+{
+	struct rdpm_register g = { .ifname = "fz0", .nqueues = 1 };
+
+	request(s, RDPM_REGISTER, &g, sizeof(g), fd, r);
+}
+
 static void page_shift_zero(void)
 {
 	int a = client(1000), b = client(1000);
@@ -194,19 +202,43 @@ static void page_shift_zero(void)
 		      "page shift 0 is the page size: one buffer (dmabuf %u and %u, %u members)",
 		      r0.u.join.dmabuf_id, r12.u.join.dmabuf_id, r12.u.join.members);
 	join(b, 16, &r16);
-	CHECK(r16.type == (RDPM_JOIN | RDPM_REPLY) && r16.u.join.dmabuf_id != r0.u.join.dmabuf_id,
-	      "64 KiB buffers are another shared buffer");
+	CHECK(r16.err == -EEXIST && strstr(r16.text, "one shared buffer per uid and NIC"),
+	      "64 KiB buffers: no second shared buffer of the uid: %d %s", r16.err, r16.text);
 	close(a);
 	close(b);
 	harness_reset();
 }
 
-/* REGISTER of memfd @fd on fz0 (a dma-buf to the fake layer). */
-static void reg(int s, int fd, struct reply *r)
+/*
+ * The first share of a uid on a NIC makes its shared buffer (shared_bytes,
+ * 1 MiB): the uid is charged all of it, once, against max_bytes (64 MiB),
+ * however small its shares and however many.
+ */
+static void join_charged(void)
 {
-	struct rdpm_register g = { .ifname = "fz0", .nqueues = 1 };
+	int buf = memfd_create("buf", MFD_CLOEXEC), a = client(1003), b = client(1003);
+	struct reply r;
 
-	request(s, RDPM_REGISTER, &g, sizeof(g), fd, r);
+	CHECK(buf >= 0 && !ftruncate(buf, (64 << 20) - (512 << 10)), "a 63.5 MiB memfd");
+	join(a, 0, &r);
+	CHECK(r.type == (RDPM_JOIN | RDPM_REPLY) && r.u.join.size >= 1 << 20,
+	      "a 64 KiB share of a %llu-byte shared buffer", (unsigned long long)r.u.join.size);
+	join(b, 0, &r);
+	CHECK(r.type == (RDPM_JOIN | RDPM_REPLY), "a second share of it, charged nothing more");
+	reg(a, buf, &r);
+	CHECK(r.err == -EDQUOT && strstr(r.text, "max_bytes"),
+	      "63.5 MiB more with the 1 MiB shared buffer exceed max_bytes: %d %s", r.err,
+	      r.text);
+	close(a);
+	close(b);
+	harness_run();
+	a = client(1003);
+	reg(a, buf, &r);
+	CHECK(r.type == (RDPM_REGISTER | RDPM_REPLY),
+	      "... and fit once the shared buffer is gone: %d %s", r.err, r.text);
+	close(buf);
+	close(a);
+	harness_reset();
 }
 
 static void eexist_says_nothing_of_others(void)
@@ -235,15 +267,37 @@ static void eexist_says_nothing_of_others(void)
 	harness_reset();
 }
 
+/* Text a client chose (a file name, say) cannot forge a log line. */
+static void log_escapes(void)
+{
+	int p[2], saved = dup(STDERR_FILENO);
+	char line[256] = "";
+	ssize_t n;
+
+	CHECK(saved >= 0 && !pipe(p), "pipe");
+	dup2(p[1], STDERR_FILENO);
+	rdpm_log(LOG_WARNING, "refused: %s", "x\n<0>forged\\\x80\x7f");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], line, sizeof(line) - 1);
+	close(p[0]);
+	CHECK(n > 0 && !strcmp(line, "<4>refused: x\\x0a<0>forged\\x5c\\x80\\x7f\n"),
+	      "control, non-ASCII bytes and backslashes escaped: %s", line);
+}
+
 int main(void)
 {
 	unsigned int fds;
+
+	log_escapes();
 
 	harness_init(conf);
 	fds = harness_fds();
 	join_quotas();
 	global_cap();
 	page_shift_zero();
+	join_charged();
 	eexist_says_nothing_of_others();
 	CHECK(harness_fds() == fds, "no fd left behind (%u, %u before)", harness_fds(), fds);
 	CHECK(!fake_rules, "no flow rule left behind");

@@ -44,7 +44,8 @@ int main(void)
 
 	/* The global caps and the dma-buf exporters. */
 	r = rdpm_conf_parse("", &c, err, sizeof(err));
-	CHECK(r == 0 && c.max_preauth == 16 && c.max_bindings == 256 &&
+	CHECK(r == 0 && c.max_preauth == 16 && c.max_preauth_per_user == 2 &&
+	      c.max_proven_flows == 256 && c.max_bindings == 256 &&
 	      c.max_joins_per_client == 4 && c.max_joins_per_user == 16, "cap defaults");
 	CHECK(rdpm_namelist_has(&c.dmabuf_exporters, "udmabuf") &&
 	      rdpm_namelist_has(&c.dmabuf_exporters, "system") &&
@@ -53,6 +54,13 @@ int main(void)
 	      "dmabuf_exporters default: udmabuf, system, nv_dmabuf");
 	r = rdpm_conf_parse("[global]\nmax_clients = 10\n", &c, err, sizeof(err));
 	CHECK(r == 0 && c.max_preauth == 10, "max_preauth follows a smaller max_clients");
+	r = rdpm_conf_parse("[global]\nmax_preauth = 1\n", &c, err, sizeof(err));
+	CHECK(r == 0 && c.max_preauth_per_user == 1,
+	      "max_preauth_per_user follows a smaller max_preauth: %s", err);
+	r = rdpm_conf_parse("[global]\nmax_preauth_per_user = 5\nmax_proven_flows = 4096\n", &c,
+			    err, sizeof(err));
+	CHECK(r == 0 && c.max_preauth_per_user == 5 && c.max_proven_flows == 4096,
+	      "max_preauth_per_user, max_proven_flows: %s", err);
 	r = rdpm_conf_parse("[global]\nmax_preauth = 3\nmax_bindings = 9\n"
 			    "max_joins_per_client = 2\nmax_joins_per_user = 5\n"
 			    "dmabuf_exporters = udmabuf\n", &c, err, sizeof(err));
@@ -67,6 +75,10 @@ int main(void)
 		{ "[global]\nmax_preauth = 0\n", "line 2: max_preauth: 1 to 4096" },
 		{ "[global]\nmax_clients = 4\nmax_preauth = 5\n", "max_preauth 5 exceeds" },
 		{ "[global]\nmax_bindings = 0\n", "line 2: max_bindings" },
+		{ "[global]\nmax_preauth = 3\nmax_preauth_per_user = 4\n",
+		  "max_preauth_per_user 4 exceeds max_preauth 3" },
+		{ "[global]\nmax_preauth_per_user = 0\n", "line 2: max_preauth_per_user: 1 to" },
+		{ "[global]\nmax_proven_flows = 4097\n", "line 2: max_proven_flows: 1 to 4096" },
 		{ "[global]\nmax_joins_per_client = 0\n", "line 2: max_joins_per_client" },
 		{ "[global]\nmax_joins_per_user = x\n", "line 2: max_joins_per_user" },
 		{ "[global]\ndmabuf_exporters = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",

@@ -14,7 +14,9 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -371,7 +373,7 @@ static void lifetime(void)
 	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ENOENT, "another cookie: %s", why);
 	t = s;
 	t.local[3] = 2;
-	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "another local address: %s", why);
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ENOENT, "another local address: %s", why);
 	t = s;
 	t.listening = false;
 	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "read as connected: %s", why);
@@ -387,7 +389,7 @@ static void lifetime(void)
 	CHECK(c >= 0 && a >= 0 && rdpm_sock_read(a, 0, &t, why, sizeof(why)) == 0 &&
 	      rdpm_sock_alive(&t, why, sizeof(why)) == 0, "the accepted end, alive: %s", why);
 	t.pport++;
-	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ESTALE, "another peer port: %s", why);
+	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ENOENT, "another peer port: %s", why);
 	close(a);
 	t.pport--;
 	CHECK(rdpm_sock_alive(&t, why, sizeof(why)) == -ENOENT,
@@ -405,6 +407,79 @@ static void lifetime(void)
 	CHECK(rdpm_sock_alive(&s, why, sizeof(why)) == -ENOENT, "... closed: %s", why);
 }
 
+static double seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Seconds for LOOKUPS looks of listener @s up again. */
+#define LOOKUPS 300
+static double lookups(const struct rdpm_sock *s)
+{
+	double t0 = seconds();
+
+	for (int i = 0; i < LOOKUPS; i++)
+		if (rdpm_sock_alive(s, why, sizeof(why)))
+			return 1e9;
+	return seconds() - t0;
+}
+
+/*
+ * A look-up costs the same however many sockets share the port (the kernel
+ * finds the socket by its tuple; a dump would read them all), on the one
+ * netlink socket rdpmd keeps; a listener of an SO_REUSEPORT group, which
+ * a tuple does not name, is refused.
+ */
+static void lookup_cost(void)
+{
+	enum { PAIRS = 1500 };
+	static int fds[2 * PAIRS];
+	struct rlimit rl = { 4 * PAIRS, 4 * PAIRS };
+	struct rdpm_sock s;
+	uint16_t port;
+	int ls, n = 0, one = 1, fd0;
+	double few, many;
+
+	CHECK(!setrlimit(RLIMIT_NOFILE, &rl), "RLIMIT_NOFILE %d", 4 * PAIRS);
+	ls = listener(AF_INET, "127.0.0.1", &port);
+	CHECK(ls >= 0 && rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == 0, "a listener: %s", why);
+	few = lookups(&s);
+	fd0 = dup(0);
+	close(fd0);
+	few = lookups(&s);
+	CHECK(dup(0) == fd0, "no fd left open by the look-ups");
+	close(fd0);
+	for (int i = 0; i < PAIRS; i++) {
+		fds[n] = connect_to(port);
+		if (fds[n] < 0)
+			break;
+		n++;
+		fds[n] = accept(ls, NULL, NULL);
+		if (fds[n] < 0)
+			break;
+		n++;
+	}
+	CHECK(n == 2 * PAIRS, "%d connections to port %u (%d sockets)", PAIRS, port, n);
+	many = lookups(&s);
+	CHECK(many < 2 * few + 0.05, "%d look-ups: %.3f s with %d sockets on the port, %.3f s "
+	      "without", LOOKUPS, many, n, few);
+	printf("t_owner: %d look-ups: %.3f s with %d sockets on the port, %.3f s without\n",
+	       LOOKUPS, many, n, few);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	close(ls);
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(ls >= 0 && !setsockopt(ls, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) &&
+	      !listen(ls, 4), "a listener with SO_REUSEPORT");
+	CHECK(rdpm_sock_read(ls, 0, &s, why, sizeof(why)) == -EINVAL && strstr(why, "SO_REUSEPORT"),
+	      "... refused: %s", why);
+	close(ls);
+}
+
 int main(void)
 {
 	if (geteuid())
@@ -416,5 +491,6 @@ int main(void)
 	binding_options();
 	nic_addresses();
 	lifetime();
+	lookup_cost();
 	return check_done("t_owner");
 }
