@@ -173,6 +173,10 @@ out=$(as $C $py "$tmp/rdpm_hostile.py" hello)
 check "... told so" test $? != 0
 echo "uid $C: $out"
 check "... with EACCES, saying why" grep -q "13, 'uid $C may use no NIC of rdpmd" <<< "$out"
+# libdevmem's client: the reason, not the EPIPE of a request sent too late
+out=$(as $C "$tmp/rdpmctl" -s "$RDPM_SOCKET" status 2>&1)
+check "... libdevmem's client reports rdpmd's reason: $out" \
+	grep -q "rdpmd: uid $C may use no NIC of rdpmd" <<< "$out"
 check "... counted (refused_no_access >= 4)" test "$(counter refused_no_access)" -ge 4
 check "... and logged" grep -q "^<4>refusing pid [0-9]* uid $C: the uid may use no NIC" \
 	"$tmp/log"

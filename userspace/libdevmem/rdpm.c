@@ -150,6 +150,32 @@ static int xfer_recv(struct rdpm_client *c, char *buf, size_t cap, struct rdpm_h
 	return 1;
 }
 
+/* The error reply in @buf (header @h) as this call's failure. */
+static int xfer_error(const char *buf, const struct rdpm_hdr *h)
+{
+	struct rdpm_error e;
+
+	if (h->length < sizeof(*h) + sizeof(e) + 1 || buf[h->length - 1])
+		return devmem_fail(-EPROTO, "rdpmd: malformed error reply");
+	memcpy(&e, buf + sizeof(*h), sizeof(e));
+	return devmem_fail(e.err < 0 ? e.err : -EPROTO, "rdpmd: %s", buf + sizeof(*h) + sizeof(e));
+}
+
+/*
+ * rdpmd refuses a connection it will not serve (a uid that may use no NIC)
+ * with an error of id 0 and closes it, maybe before our request went out:
+ * that error, if it is waiting, says why better than EPIPE would.
+ */
+static int xfer_refused(struct rdpm_client *c, char *buf, size_t cap, int err)
+{
+	struct rdpm_hdr h;
+
+	while (xfer_recv(c, buf, cap, &h, 0) >= 0)
+		if (h.type == RDPM_ERROR && !h.id)
+			return xfer_error(buf, &h);
+	return err;
+}
+
 /* One request; its reply body, @blen bytes, moved to the start of @buf. */
 static int xfer_buf(struct rdpm_client *c, uint16_t type, const void *body, size_t len, int fd,
 		    char *buf, size_t cap, size_t *blen)
@@ -158,25 +184,22 @@ static int xfer_buf(struct rdpm_client *c, uint16_t type, const void *body, size
 	uint32_t id;
 	int err = xfer_send(c, type, body, len, fd, &id);
 
+	if (err == -EPIPE || err == -ECONNRESET)
+		return xfer_refused(c, buf, cap, err);
 	while (!err) {
 		err = xfer_recv(c, buf, cap, &h, REPLY_TIMEOUT_S * 1000);
 		if (err == -ETIMEDOUT)
 			return devmem_fail(err, "rdpmd did not answer within %d s", REPLY_TIMEOUT_S);
 		if (err < 0)
 			return err;
+		if (err && h.type == RDPM_ERROR && !h.id)
+			return xfer_error(buf, &h);
 		if (!err || h.id != id) {
 			err = 0;
 			continue;
 		}
-		if (h.type == RDPM_ERROR) {
-			struct rdpm_error e;
-
-			if (h.length < sizeof(h) + sizeof(e) + 1 || buf[h.length - 1])
-				return devmem_fail(-EPROTO, "rdpmd: malformed error reply");
-			memcpy(&e, buf + sizeof(h), sizeof(e));
-			return devmem_fail(e.err < 0 ? e.err : -EPROTO, "rdpmd: %s",
-					   buf + sizeof(h) + sizeof(e));
-		}
+		if (h.type == RDPM_ERROR)
+			return xfer_error(buf, &h);
 		if (h.type != (type | RDPM_REPLY))
 			return devmem_fail(-EPROTO, "rdpmd: unexpected reply (type 0x%x, %u bytes)",
 					   h.type, h.length);
