@@ -32,7 +32,7 @@
 /* A client's refusals logged in a burst, then one a second (a token bucket). */
 #define CLIENT_LOG_BURST	10
 #define CLIENT_LOG_PER_S	1
-/* While clients wait for the closer thread, the loop looks again this often. */
+/* While clients wait for the closer, the loop looks again this often. */
 #define CLOSER_RETRY_MS		100
 /* How often the sockets that proved flows are looked at again: a rule
  * outlives its socket by at most this long. */
@@ -357,7 +357,7 @@ static void listener_arm(bool on);
 
 /*
  * Closes @c's connection and releases what it holds. The socket goes to the
- * closer thread too: fds the client sent and rdpmd never read are released
+ * closer too: fds the client sent and rdpmd never read are released
  * with it, and the last close of those may block. When the closer queue is
  * full the client stays, dead and unwatched, and is closed later (false);
  * at exit (@now) it is closed here.
@@ -368,7 +368,7 @@ static bool client_close(struct client *c, bool now)
 	unsigned int nb;
 
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	if (rdpm_closer_push(&c->fd, 1)) {
+	if (rdpm_closer_push(&c->fd, 1, c->uid)) {
 		rdpmd.counters.fds_closed++;
 	} else if (now) {
 		close(c->fd);
@@ -1023,6 +1023,8 @@ static void status_counters(struct buf *o, bool json)
 		{ "closer_full", k->closer_full },
 		{ "fds_closed", k->fds_closed },
 		{ "closer_pending", rdpm_closer_pending() },
+		{ "closer_inflight", rdpm_closer_inflight() },
+		{ "closer_kills", rdpm_closer_kills() },
 		{ "log_dropped", rdpm_log_dropped() },
 		{ "log_suppressed", rdpm_log_suppressed() },
 	};
@@ -1243,29 +1245,33 @@ static void do_reload(struct client *c, const struct rdpm_msg *m)
 }
 
 /*
- * Hands @n fds a client passed to the closer thread. Room was checked
+ * Hands @n fds a client of @uid passed to the closer. Room was checked
  * before they were received (client_read); should there be none, closing
  * here is the last resort (counted, never expected).
  */
-static void drop_fds(const int *fds, unsigned int n)
+/* Connections closed before their credentials are known. */
+#define UNKNOWN_UID	((uid_t)-1)
+
+static void drop_fds(const int *fds, unsigned int n, uid_t uid)
 {
 	if (!n)
 		return;
 	rdpmd.counters.fds_closed += n;
-	if (!rdpm_closer_push(fds, n))
+	if (!rdpm_closer_push(fds, n, uid))
 		for (unsigned int i = 0; i < n; i++)
 			close(fds[i]);
 }
 
-/* Stops reading @c while the closer queue lacks room for a message's fds. */
+/* Stops reading @c while its uid has its share of the closer queue. */
 static void client_unread(struct client *c)
 {
 	static struct rdpm_bucket rl;
 	struct epoll_event ev = { .events = 0, .data.ptr = c };
 
 	rdpmd.counters.closer_full++;
-	rdpm_log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files block "
-		    "their close): clients are not read until they are", rdpm_closer_pending());
+	rdpm_log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files "
+			 "block their close): clients of uid %u are not read until they are",
+			 rdpm_closer_pending(), c->uid);
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	c->unread = true;
 }
@@ -1274,7 +1280,7 @@ static void client_unread(struct client *c)
  * One packet from @c. It is received with room for every fd a message can
  * carry, so that the kernel never closes the ones beyond the room itself:
  * the last close of a client's file runs in whichever thread drops it, and
- * may block (closer.c). Every fd received is handed to the closer thread
+ * may block (closer.c). Every fd received is handed to the closer
  * once the request is done (a binding keeps a dup of its dma-buf); a
  * message with more or other fds than its type takes is refused.
  */
@@ -1296,7 +1302,7 @@ static void client_read(struct client *c)
 	ssize_t n;
 	int err;
 
-	if (rdpm_closer_room() < RDPM_MSG_MAX_FDS + 1)
+	if (!rdpm_closer_may_read(c->uid, is_admin(c)))
 		return client_unread(c);
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -1312,7 +1318,7 @@ static void client_read(struct client *c)
 			if (nfds < RDPM_MSG_MAX_FDS)
 				fds[nfds++] = fd;
 			else
-				drop_fds(&fd, 1);	/* more than the kernel sends */
+				drop_fds(&fd, 1, c->uid);	/* more than the kernel sends */
 		}
 	}
 	if (n <= 0) {
@@ -1361,7 +1367,7 @@ static void client_read(struct client *c)
 	}
 	if (nfds && !used)
 		rdpmd.counters.fds_refused++;
-	drop_fds(fds, nfds);
+	drop_fds(fds, nfds, c->uid);
 }
 
 static void listener_arm(bool on)
@@ -1397,7 +1403,7 @@ static void accept_no_fds(int err)
 		close(spare_fd);
 		fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
-			drop_fds(&fd, 1);
+			drop_fds(&fd, 1, UNKNOWN_UID);
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (fd >= 0) {
@@ -1485,7 +1491,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 	int force = 1 << 20;
 
 	if (!c) {
-		drop_fds(&fd, 1);
+		drop_fds(&fd, 1, cr->uid);
 		return false;
 	}
 	c->fd = fd;
@@ -1498,7 +1504,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 	ev.data.ptr = c;
 	if (!admit(c) || epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		/* Whatever it sent before accept goes with it, in the closer. */
-		drop_fds(&fd, 1);
+		drop_fds(&fd, 1, cr->uid);
 		free(c);
 		return false;
 	}
@@ -1521,7 +1527,7 @@ static void accept_one(int fd)
 
 		rdpmd.counters.refused_no_creds++;
 		rdpm_log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
-		drop_fds(&fd, 1);
+		drop_fds(&fd, 1, UNKNOWN_UID);
 		return;
 	}
 	rdpmd_client_add(fd, &cr);
@@ -1670,7 +1676,7 @@ void rdpmd_clients_tick(void)
 	for (struct client *c = clients; c; c = c->next) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 
-		if (!c->unread || c->dead || rdpm_closer_room() < RDPM_MSG_MAX_FDS + 1)
+		if (!c->unread || c->dead || !rdpm_closer_may_read(c->uid, is_admin(c)))
 			continue;
 		c->unread = false;
 		epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <syslog.h>
+#include <sys/types.h>
 
 #include <devmem.h>
 #include "rdpm_proto.h"
@@ -42,18 +43,43 @@ void rdpm_log_limited(struct rdpm_bucket *b, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
- * closer.c: a thread that closes the file descriptors clients passed.
+ * closer.c: closes the file descriptors clients passed, and client sockets.
  * close() of a client's file can block for as long as the client likes (a
  * TCP socket with SO_LINGER towards a peer with a zero window, a FUSE
- * file's flush), so the event loop never closes one itself. The queue is
- * bounded: rdpm_closer_room() says how many more it takes now.
+ * file's flush), so rdpmd hands them to a helper process that closes them,
+ * and kills (SIGKILL) and replaces it when it closed nothing for a second.
+ * Fds wait in a bounded queue until sent, counted per uid.
  */
-int rdpm_closer_start(void);
-/* Queues @n fds for closing; false (nothing queued) when they do not fit. */
-bool rdpm_closer_push(const int *fds, unsigned int n);
+enum rdpm_closer_mode {
+	RDPM_CLOSER_HELPER,	/* rdpmd: a forked helper process */
+	RDPM_CLOSER_DIRECT,	/* fuzzer, unit tests: closed at once by the caller */
+};
+/* Starts the helper (registered in rdpmd.epfd when set); 0 or -errno. */
+int rdpm_closer_start(enum rdpm_closer_mode mode);
+/* Queues @n fds of @uid for closing; false (nothing queued) when they do not fit. */
+bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid);
+/* Whether a client of @uid may be read now: room for a message's fds and
+ * its socket, within the uid's share (1/4 of the queue) and outside the
+ * admins' reserve unless @admin. */
+bool rdpm_closer_may_read(uid_t uid, bool admin);
+/* Queue slots free now (for anyone). */
 unsigned int rdpm_closer_room(void);
-/* Fds queued and not yet closed. */
+/* Fds not yet closed: queued, or sent to the helper and not acknowledged. */
 unsigned int rdpm_closer_pending(void);
+unsigned int rdpm_closer_inflight(void);
+/* Helpers killed because a close blocked. */
+uint64_t rdpm_closer_kills(void);
+/* An epoll event of rdpmd.epfd: whether it is the closer's (@tag), and
+ * acting on it (the helper's acks). */
+bool rdpm_closer_owns(const void *tag);
+void rdpm_closer_event(uint32_t events);
+/* The epoll_wait timeout until the watchdog looks again; -1: none. */
+int rdpm_closer_timeout(void);
+/* The watchdog: kills a helper that closed nothing for a second, forks a
+ * new one (at most 10 a minute), reaps the dead. */
+void rdpm_closer_tick(void);
+/* At exit: hands over what is queued (3 s at most) and ends the helper. */
+void rdpm_closer_stop(void);
 
 /* The most fds one SCM_RIGHTS message can carry (the kernel's SCM_MAX_FD). */
 #define RDPM_MSG_MAX_FDS	253
@@ -128,8 +154,8 @@ struct rdpm_counters {
 	uint64_t refused_no_access;	/* a uid that may use no NIC and is no admin */
 	uint64_t refused_bindings;	/* max_bindings (all users) reached */
 	uint64_t refused_joins;		/* max_joins_per_client or _per_user reached */
-	uint64_t closer_full;		/* a client not read: the closer queue was full */
-	uint64_t fds_closed;		/* client fds handed to the closer thread */
+	uint64_t closer_full;		/* a client not read: its uid over its closer share */
+	uint64_t fds_closed;		/* client fds handed to the closer */
 };
 
 /* The daemon's state (server.c). */

@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 	struct mnl_socket *nl;
 	bool running = true;
 	unsigned int ready;
-	int lfd, sfd;
+	int lfd, sfd, err;
 
 	rdpm_log_init();
 	configure(argc, argv);
@@ -315,10 +315,6 @@ int main(int argc, char **argv)
 		rdpm_log(LOG_ERR, "/dev/null: %m");
 		return 1;
 	}
-	if (rdpm_closer_start()) {
-		rdpm_log(LOG_ERR, "cannot start the closer thread");
-		return 1;
-	}
 	nl = mnl_socket_open(NETLINK_ROUTE);
 	if (!nl || mnl_socket_bind(nl, RTMGRP_LINK, MNL_SOCKET_AUTOPID)) {
 		rdpm_log(LOG_ERR, "rtnetlink: %m");
@@ -328,6 +324,12 @@ int main(int argc, char **argv)
 	log_kernel_features();
 	ready = setup_nics();
 	rdpmd.epfd = epoll_create1(EPOLL_CLOEXEC);
+	/* Forked before the loop: the helper drops every fd but its socket. */
+	err = rdpm_closer_start(RDPM_CLOSER_HELPER);
+	if (err) {
+		rdpm_log(LOG_ERR, "cannot start the closer helper: %s", strerror(-err));
+		return 1;
+	}
 	watch(lfd, &rdpmd.lfd);
 	watch(sfd, &sfd);
 	watch(mnl_socket_get_fd(nl), nl);
@@ -335,7 +337,8 @@ int main(int argc, char **argv)
 		 rdpmd.conf.socket);
 	while (running) {
 		struct epoll_event evs[32];
-		int n = epoll_wait(rdpmd.epfd, evs, 32, rdpmd_clients_timeout());
+		int t = rdpmd_clients_timeout(), tc = rdpm_closer_timeout();
+		int n = epoll_wait(rdpmd.epfd, evs, 32, t < 0 || (tc >= 0 && tc < t) ? tc : t);
 
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
@@ -346,15 +349,19 @@ int main(int argc, char **argv)
 				running &= read_signals(sfd);
 			else if (p == nl)
 				link_read(nl);
+			else if (rdpm_closer_owns(p))
+				rdpm_closer_event(evs[i].events);
 			else
 				rdpmd_client_event(p, evs[i].events);
 		}
-		/* HELLO deadlines, a paused listener. */
+		/* The closer's watchdog, HELLO deadlines, a paused listener. */
+		rdpm_closer_tick();
 		rdpmd_clients_tick();
 		/* Closed here, after the batch: a pointer in evs stays valid. */
 		rdpmd_clients_reap();
 	}
 	rdpmd_clients_close_all();
+	rdpm_closer_stop();
 	for (unsigned int i = 0; i < rdpmd.nnics; i++)
 		rdpm_nic_teardown(&rdpmd.nics[i], true);
 	unlink(rdpmd.conf.socket);

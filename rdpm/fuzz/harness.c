@@ -59,8 +59,8 @@ void harness_init(const char *conf)
 	rdpmd.nnics = rdpmd.conf.nnics;
 	if (rdpmd.epfd < 0 || rdpmd_clients_init())
 		die("epoll or /dev/null");
-	if (!closer && rdpm_closer_start())
-		die("closer thread");
+	if (!closer && rdpm_closer_start(RDPM_CLOSER_DIRECT))
+		die("closer");
 	closer = true;
 }
 
@@ -123,8 +123,6 @@ int harness_recv(int fd, void *buf, size_t len, int *fd_out)
 void harness_reset(void)
 {
 	rdpmd_clients_close_all();
-	while (rdpm_closer_pending())
-		usleep(100);
 	rdpmd_clients_init();
 }
 

@@ -19,7 +19,8 @@ extern unsigned int fake_rules;
 /*
  * Sets rdpmd up with configuration text @conf (its first NIC present and
  * up with 8 queues, the last reserve of them reserved; the others absent)
- * and starts the closer thread once. Exits on errors.
+ * and the closer in its direct mode (fds closed at once, in this process:
+ * they are the harness's own). Exits on errors.
  */
 void harness_init(const char *conf);
 /* A new client of @uid (gid @uid, no groups): the client's end of its
@@ -33,7 +34,7 @@ void harness_run(void);
  * closes it; NULL: closed here).
  */
 int harness_recv(int fd, void *buf, size_t len, int *fd_out);
-/* Closes every client and waits until the closer thread closed all. */
+/* Closes every client (the closer closes at once). */
 void harness_reset(void);
 /* File descriptors this process holds. */
 unsigned int harness_fds(void);

@@ -12,7 +12,10 @@
 #   max_preauth of all uids the oldest silent one makes room for a new one;
 # - closing passed fds never blocks the loop: a TCP socket whose close
 #   lingers 5 s (a zero-window peer) passed and dropped, a new client is
-#   served at once; REGISTER with 2 and 200 fds refused, all closed;
+#   served at once; one that lingers an hour and 1500 more fds behind it
+#   (before HELLO): an admin and another uid are served at once, the
+#   closer helper is killed (closer_kills, logged) and the fds go;
+#   REGISTER with 2 and 200 fds refused, all closed;
 # - the log: 3000 bad requests of a client leave a dozen lines, and an
 #   rdpmd whose stderr nobody reads (a full pipe) still serves;
 # - STATUS of a non-admin shows only its own uid's clients;
@@ -98,9 +101,9 @@ check "... saying why" grep -q "^<3>.*RLIMIT_NOFILE is 64.*LimitNOFILE" "$tmp/st
 	cat "$tmp/start.log"
 limit=$(sed -n 's/^LimitNOFILE=\([0-9]*\)$/\1/p' "$top/rdpm/rdpmd.service")
 # rdpm_conf_fds() of the largest configuration: 4096 clients, 16 NICs of 32 queues,
-# 1024 fds waiting for the closer thread.
-check "rdpmd.service sets LimitNOFILE (${limit:-none}) above what rdpmd may need (6308)" \
-	test "${limit:-0}" -ge 6308
+# 1024 fds waiting for the closer helper and 512 with it.
+check "rdpmd.service sets LimitNOFILE (${limit:-none}) above what rdpmd may need (6820)" \
+	test "${limit:-0}" -ge 6820
 
 rdpm_start "$tmp/rdpm.conf"
 check "rdpmd starts in a root-owned socket directory" grep -q "<6>ready" "$tmp/log"
@@ -114,6 +117,36 @@ echo "a lingering socket passed and dropped: $out"
 check "rdpmd serves a new client at once while a passed socket's close blocks 5 s" \
 	$py -c "import sys; t = float(sys.argv[1].split()[2]); assert t < 1, t" "$out"
 check "... and the socket is closed in the end (back to $base fds)" until_ok 10 fds_le "$base"
+# A close that blocks for an hour and a flood of fds behind it (uid $A,
+# before any HELLO): the helper that closes is killed, everyone else is
+# served meanwhile, and the fds go.
+kills0=$(counter closer_kills)
+# rdpmd stopped until all is sent: its copy of the socket is the last one.
+kill -STOP $pid
+coproc FLOOD { as $A $py "$tmp/rdpm_hostile.py" lingerflood 3600 6; }
+holder=$FLOOD_PID
+read -r -t 20 line <&"${FLOOD[0]}"
+kill -CONT $pid
+echo "uid $A: a socket whose close lingers 3600 s, then $line"
+check "uid $A passed a blocking socket and more fds than the closer queue holds (1024)" \
+	$py -c "import sys; assert int(sys.argv[1].split()[1]) > 1024, sys.argv[1]" "${line:-x 0}"
+t0=$(date +%s.%N)
+check "while that close blocks, an admin is served within 3 s" hostile hello
+check "... and uid $B too" as $B $py "$tmp/rdpm_hostile.py" hello
+echo "served after $(echo "$(date +%s.%N) - $t0" | bc) s"
+check "the closer helper stuck in that close is killed (closer_kills > $kills0)" \
+	until_ok 5 eval '[ "$(counter closer_kills)" -gt "$kills0" ]'
+check "... and that is logged" \
+	grep -q "^<4>closer helper pid [0-9]* closed nothing for a second (.*): killed" "$tmp/log"
+check "... rdpmd drains the flood while the peer still blocks (pending 0)" \
+	until_ok 5 eval '[ "$(counter closer_pending)" = 0 ]'
+exec {FLOOD[1]}>&-
+wait $holder
+holder=
+check "... and its fds return to $base" until_ok 5 fds_le "$base"
+hostile fdflood 20 8
+check "... the new closer helper closes fds passed after (back to $base fds)" \
+	until_ok 5 fds_le "$base"
 for k in 2 200; do
 	out=$(hostile fds $k)
 	echo "REGISTER with $k fds: $out"

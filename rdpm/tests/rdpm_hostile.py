@@ -27,6 +27,11 @@
                                      rdpmd's is the last; then times a new client's
                                      HELLO: prints "hello after S s" (exit 0 when
                                      answered)
+  rdpm_hostile.py lingerflood S N    before HELLO, passes a socket whose close blocks
+                                     S seconds (as linger), then N messages of 253
+                                     fds; prints "passed F fds in M messages", holds
+                                     the blocking peer until stdin closes (rdpmd
+                                     stopped by the caller until the line comes)
   rdpm_hostile.py hellos N           N clients one after the other, HELLO each, up
                                      to the first unanswered; prints "answered A of
                                      N, slowest S s"
@@ -332,7 +337,10 @@ def timed_hello():
     return time.monotonic() - t0
 
 
-def linger(seconds, pid):
+def stuck_socket(seconds):
+    """A TCP socket whose last close blocks SECONDS: SO_LINGER on, unsent data
+    towards a local peer that never reads (a zero window); (socket, the
+    peer's two sockets, bytes stuck). Closing the peer ends the wait."""
     peer = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     peer.bind(("127.0.0.1", 0))
@@ -349,6 +357,11 @@ def linger(seconds, pid):
     except BlockingIOError:
         pass
     t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, seconds))
+    return t, (conn, peer), sent
+
+
+def linger(seconds, pid):
+    t, peer, sent = stuck_socket(seconds)
     s = connect(3.0)
     say_hello(s)
     # rdpmd stopped while the fd is passed and this copy closed: its own
@@ -363,12 +376,41 @@ def linger(seconds, pid):
         reply(s)
     except OSError:
         pass
-    conn.close()
-    peer.close()
+    for p in peer:
+        p.close()
     if took is None:
         print("hello not answered (%d bytes stuck in the lingering socket)" % sent)
         return 1
     print("hello after %.2f s (%d bytes stuck in the lingering socket)" % (took, sent))
+    return 0
+
+
+def lingerflood(seconds, n):
+    """Before any HELLO: a socket whose close blocks SECONDS, then N messages
+    of 253 fds each (as many as go without blocking); prints "passed F fds
+    in M messages", then holds the peer (the close stays blocked) until
+    stdin closes. The caller stops rdpmd (SIGSTOP) until the line comes,
+    so that rdpmd's copy of the socket is the last one."""
+    t, peer, _ = stuck_socket(seconds)
+    s = connect(3.0)
+    send(s, register_msg(), [t.fileno()])  # before HELLO: refused, fd kept
+    t.close()
+    null = os.open("/dev/null", os.O_RDONLY)
+    s.setblocking(False)
+    passed, msgs = 1, 1
+    for _ in range(n):
+        try:
+            send(s, register_msg(), [null] * 253)
+        except (BlockingIOError, OSError):
+            break
+        passed += 253
+        msgs += 1
+    os.close(null)
+    print("passed %d fds in %d messages" % (passed, msgs), flush=True)
+    sys.stdin.read()
+    s.close()
+    for p in peer:
+        p.close()
     return 0
 
 
@@ -477,6 +519,8 @@ def main(argv):
         return status()
     if cmd == "linger" and len(argv) == 4:
         return linger(int(argv[2]), int(argv[3]))
+    if cmd == "lingerflood" and len(argv) == 4:
+        return lingerflood(int(argv[2]), int(argv[3]))
     if cmd == "hellos" and len(argv) == 3:
         return hellos(int(argv[2]))
     if cmd == "badflood" and len(argv) == 3:
