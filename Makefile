@@ -9,6 +9,7 @@
 #   make bench      benchmarks in the VM: devtcp pair vs veth, devmem vs plain receive
 #   make bench-coll libdevcoll vs Open MPI and Gloo on the host (loopback, veth)
 #   make checkpatch checkpatch.pl --strict over the kernel sources
+#   make fuzz       every user-space fuzzer for 10 minutes (make check: seconds)
 #
 # Building for a real host's running kernel instead of the test kernel:
 #   make -C kernel KDIR=/lib/modules/$(uname -r)/build
@@ -61,6 +62,12 @@ userspace: provision
 check: all
 	@selftests/check
 
+fuzz: userspace
+	$(MAKE) -C rdpm/fuzz fuzz
+	$(MAKE) -C ompi fuzz
+	$(MAKE) -C userspace/libdevcoll fuzz
+	$(MAKE) -C userspace/libdevmem fuzz
+
 check-fresh:
 	@selftests/fresh/run
 
@@ -111,5 +118,5 @@ clean:
 	@$(MAKE) -s -C ompi clean
 	@$(MAKE) -s -C selftests/ompi clean
 
-.PHONY: all provision modules userspace check check-fresh check-debug demo bench bench-coll checkpatch \
+.PHONY: all provision modules userspace check check-fresh check-debug fuzz demo bench bench-coll checkpatch \
 	dkms-install dkms-remove clean
