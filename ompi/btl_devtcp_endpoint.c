@@ -141,11 +141,19 @@ struct mca_btl_base_endpoint_t *devtcp_endpoint_get(struct devtcp_module *m, opa
 	return endpoint_add(m, ep);
 }
 
+/* Whether @name is a process of this job (its size, where known). */
+static bool in_job(struct devtcp_module *m, const opal_process_name_t *name)
+{
+	uint32_t size = __atomic_load_n(&m->job_size, __ATOMIC_RELAXED);
+
+	return name->jobid == OPAL_PROC_MY_NAME.jobid && (!size || name->vpid < size);
+}
+
 /*
  * The peer a hello names, if the connection comes from one of its
  * published addresses. A process the PML has not added yet (it sent
- * first) gets its endpoint here, from modex data this process already
- * holds: nothing here waits, and nothing is kept for a process whose
+ * first) gets its endpoint here, from modex data this process holds or,
+ * for a process of this job, fetches; nothing is kept for a process whose
  * addresses the connection does not come from.
  */
 struct mca_btl_base_endpoint_t *devtcp_endpoint_for_hello(struct devtcp_module *m,
@@ -165,8 +173,21 @@ struct mca_btl_base_endpoint_t *devtcp_endpoint_for_hello(struct devtcp_module *
 	if (!ep)
 		return NULL;
 	ok = devtcp_modex_recv_now(&mca_btl_devtcp_component.super.btl_version, name,
-				   (void **)&blob, &size) == OPAL_SUCCESS &&
-	     modex_parse(m, ep, blob, size) && devtcp_from(ep->addrs, ep->naddrs, from);
+				   (void **)&blob, &size) == OPAL_SUCCESS && blob;
+	if (!ok && in_job(m, name)) {
+		/* A process on another node whose data the runtime has not
+		 * fetched yet (it fetches on demand): the hello's MAC already
+		 * proved a member of this job sent it, so wait for the fetch. */
+		opal_process_name_t peer = *name;
+		int rc;
+
+		free(blob);
+		blob = NULL;
+		OPAL_MODEX_RECV(rc, &mca_btl_devtcp_component.super.btl_version, &peer,
+				(void **)&blob, &size);
+		ok = rc == OPAL_SUCCESS && blob;
+	}
+	ok = ok && modex_parse(m, ep, blob, size) && devtcp_from(ep->addrs, ep->naddrs, from);
 	free(blob);
 	proc = ok ? opal_proc_for_name(*name) : NULL;
 	if (!proc) {
