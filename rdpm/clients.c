@@ -1454,7 +1454,8 @@ static bool admit(struct client *c)
 			continue;
 		pre++;
 		mine_pre += o->uid == c->uid;
-		if (!oldest || o->since <= oldest->since)
+		/* an admin's connection (rdpmctl) is never the one evicted */
+		if (!is_admin(o) && (!oldest || o->since <= oldest->since))
 			oldest = o;
 	}
 	if (!extra && mine >= rdpmd.conf.max_clients_per_user) {

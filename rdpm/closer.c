@@ -148,10 +148,16 @@ static __attribute__((noreturn)) void helper_main(int s, pid_t parent)
 	prctl(PR_SET_NAME, "rdpmd-closer");
 	if (s != 3 && dup2(s, 3) != 3)
 		_exit(1);
-	syscall(SYS_close_range, 0, 2, 0);
-	syscall(SYS_close_range, 4, ~0U, 0);
+	/* nothing of rdpmd's (listener, clients, dma-bufs) may stay open here */
+	if (syscall(SYS_close_range, 0, 2, 0) || syscall(SYS_close_range, 4, ~0U, 0))
+		_exit(1);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
+	/* a stop's SIGTERM to the unit's cgroup is rdpmd's to act on; the
+	 * helper goes when rdpmd does (PR_SET_PDEATHSIG) */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	closer_loop(3);

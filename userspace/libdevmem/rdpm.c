@@ -170,9 +170,15 @@ static int xfer_refused(struct rdpm_client *c, char *buf, size_t cap, int err)
 {
 	struct rdpm_hdr h;
 
-	while (xfer_recv(c, buf, cap, &h, 0) >= 0)
-		if (h.type == RDPM_ERROR && !h.id)
+	/* Closing with our request unread, rdpmd left a pending ECONNRESET,
+	 * reported once before the queued messages: a few tries read past it. */
+	for (int tries = 0, r; tries < 4; tries++) {
+		r = xfer_recv(c, buf, cap, &h, 0);
+		if (r == 1 && h.type == RDPM_ERROR && !h.id)
 			return xfer_error(buf, &h);
+		if (r < 0 && r != -ECONNRESET)
+			break;
+	}
 	return err;
 }
 
@@ -190,6 +196,8 @@ static int xfer_buf(struct rdpm_client *c, uint16_t type, const void *body, size
 		err = xfer_recv(c, buf, cap, &h, REPLY_TIMEOUT_S * 1000);
 		if (err == -ETIMEDOUT)
 			return devmem_fail(err, "rdpmd did not answer within %d s", REPLY_TIMEOUT_S);
+		if (err == -ECONNRESET)
+			return xfer_refused(c, buf, cap, err);
 		if (err < 0)
 			return err;
 		if (err && h.type == RDPM_ERROR && !h.id)
