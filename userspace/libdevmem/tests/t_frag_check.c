@@ -132,6 +132,13 @@ static void queue_frag(uint64_t off, uint32_t len, uint32_t token, uint32_t id)
 	fake_queue(script_ctrl[fake_nrecvs], m.msg_controllen, len);
 }
 
+/* A receiver on a fresh socket that declared dma-buf 3, 16 KiB, its own. */
+static void open_declared(struct devmem_rx **rx, int *s)
+{
+	*s = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(devmem_rx_open(rx, *s, 0) == 0 && devmem_rx_set_buffer(*rx, 3, 16384) == 0, "open");
+}
+
 /* devmem_rx_recv_exact() over two receives, the second refused: the call
  * fails, reports no fragment, and every token went back once. */
 static void recv_exact_refused(void)
@@ -139,9 +146,9 @@ static void recv_exact_refused(void)
 	struct devmem_rx *rx = NULL;
 	struct devmem_frag frags[8];
 	unsigned int nf = 99;
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s;
 
-	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	open_declared(&rx, &s);
 	fake_reset();
 	queue_frag(0, 4096, 21, 3);
 	queue_frag(4096, 4096, 22, 4);
@@ -163,9 +170,9 @@ static void recv_exact_cut(void)
 	struct devmem_rx *rx = NULL;
 	struct devmem_frag frags[8];
 	unsigned int nf = 99;
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s;
 
-	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	open_declared(&rx, &s);
 	fake_reset();
 	queue_frag(0, 4096, 31, 3);
 	fake_queue(NULL, 0, 0);		/* then the end of the stream */
@@ -188,9 +195,9 @@ static void declare_again(void)
 	struct devmem_rx *rx = NULL;
 	struct devmem_frag f;
 	uint8_t data[1];
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s;
 
-	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	open_declared(&rx, &s);
 	memset(ctrl, 0, sizeof(ctrl));
 	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 41, 3);
 	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 42, 4);
@@ -222,9 +229,9 @@ static void overrun_returns_tokens(void)
 	struct devmem_frag f, frags[8];
 	unsigned int nf = 99;
 	uint8_t data[1];
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s;
 
-	CHECK(devmem_rx_open(&rx, s, 0) == 0 && devmem_rx_set_buffer(rx, 3, 16384) == 0, "open");
+	open_declared(&rx, &s);
 	memset(ctrl, 0, sizeof(ctrl));
 	put(&msg, SCM_DEVMEM_DMABUF, 0, 4096, 1, 3);
 	put(&msg, SCM_DEVMEM_DMABUF, 4096, 4096, 2, 3);
