@@ -98,6 +98,8 @@ struct client {
 	bool hello;
 	bool dead;
 	bool unread;			/* not read until the closer queue has room */
+	bool reading;			/* the closer helper reads its next message */
+	uint64_t serial;		/* names it to the helper (rdpm_closer_read) */
 	unsigned int joins;		/* shares (JOIN) held */
 	struct rdpm_bucket log;		/* its refusals logged; log.missed: those not */
 };
@@ -108,6 +110,7 @@ static struct shared *shareds;
 static struct binding *bindings;
 static struct flow *flows;
 static uint32_t next_handle = 1, next_flow = 1;
+static uint64_t next_serial = 1;
 static uint64_t next_flow_check;
 static unsigned int nclients, nbindings;
 /* Clients that died with their socket not yet handed to the closer. */
@@ -1021,6 +1024,7 @@ static void status_counters(struct buf *o, bool json)
 		{ "refused_bindings", k->refused_bindings },
 		{ "refused_joins", k->refused_joins },
 		{ "closer_full", k->closer_full },
+		{ "closer_struck", k->closer_struck },
 		{ "fds_closed", k->fds_closed },
 		{ "closer_pending", rdpm_closer_pending() },
 		{ "closer_inflight", rdpm_closer_inflight() },
@@ -1262,65 +1266,50 @@ static void drop_fds(const int *fds, unsigned int n, uid_t uid)
 			close(fds[i]);
 }
 
-/* Stops reading @c while its uid has its share of the closer queue. */
-static void client_unread(struct client *c)
+/* Stops reading @c while its uid has its share of the closer queue, or
+ * (@busy) while the closer cannot read a message with fds for it. */
+static void client_unread(struct client *c, bool busy)
 {
 	static struct rdpm_bucket rl;
 	struct epoll_event ev = { .events = 0, .data.ptr = c };
 
 	rdpmd.counters.closer_full++;
-	rdpm_log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's files "
-			 "block their close): clients of uid %u are not read until they are",
-			 rdpm_closer_pending(), c->uid);
+	if (busy)
+		rdpm_log_limited(&rl, LOG_WARNING, "the closer helper cannot take a message with "
+				 "fds now (restarting, or busy): clients of uid %u wait", c->uid);
+	else
+		rdpm_log_limited(&rl, LOG_WARNING, "%u passed fds wait to be closed (a client's "
+				 "files block their close): clients of uid %u are not read until "
+				 "they are", rdpm_closer_pending(), c->uid);
+	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	c->unread = true;
+}
+
+/* Stops reading @c for a while: its uid's files stalled the closer. */
+static void client_struck(struct client *c)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = c };
+
+	rdpmd.counters.closer_struck++;
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	c->unread = true;
 }
 
 /*
- * One packet from @c. It is received with room for every fd a message can
- * carry, so that the kernel never closes the ones beyond the room itself:
- * the last close of a client's file runs in whichever thread drops it, and
- * may block (closer.c). Every fd received is handed to the closer
- * once the request is done (a binding keeps a dup of its dma-buf); a
- * message with more or other fds than its type takes is refused.
+ * One message of @c: recvmsg's @n and @flags, @nfds fds. @fds[i] is -1
+ * where the closer helper closed an fd that was neither a dma-buf nor a
+ * socket; @kind[i] says what it was. Every fd received is handed to the
+ * closer once the request is done (a binding keeps a dup of its dma-buf);
+ * a message with more or other fds than its type takes is refused.
  */
-static void client_read(struct client *c)
+static void client_handle(struct client *c, const char *buf, ssize_t n, int flags, int *fds,
+			  const uint8_t *kind, unsigned int nfds)
 {
-	union {
-		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	char buf[RDPM_MAX_MSG];
-	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	int fds[RDPM_MSG_MAX_FDS];
-	unsigned int nfds = 0;
 	bool used = false;
 	struct rdpm_msg m;
 	const char *why;
-	ssize_t n;
 	int err;
 
-	if (!rdpm_closer_may_read(c->uid, is_admin(c)))
-		return client_unread(c);
-	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
-	     cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < RDPM_MSG_MAX_FDS)
-				fds[nfds++] = fd;
-			else
-				drop_fds(&fd, 1, c->uid);	/* more than the kernel sends */
-		}
-	}
 	if (n <= 0) {
 		/* The end of the connection, or a 0-byte message: a client of
 		 * this protocol never sends one. */
@@ -1332,11 +1321,11 @@ static void client_read(struct client *c)
 				    "file descriptors (closed): disconnecting", c->pid, c->uid);
 		}
 		c->dead = true;
-	} else if (mh.msg_flags & MSG_TRUNC) {
+	} else if (flags & MSG_TRUNC) {
 		rdpm_parse(buf, n, 0, &m, &why);
 		reply_err(c, &m.hdr, -EMSGSIZE, "oversized: longer than %d bytes%s", RDPM_MAX_MSG,
 			  nfds ? " (the file descriptors attached were closed)" : "");
-	} else if (mh.msg_flags & MSG_CTRUNC) {
+	} else if (flags & MSG_CTRUNC) {
 		/* Out of fds, the kernel could install only some (or none). */
 		rdpm_parse(buf, n, 0, &m, &why);
 		reply_err(c, &m.hdr, -EMFILE, "rdpmd could not take the file descriptors (out "
@@ -1351,6 +1340,13 @@ static void client_read(struct client *c)
 	} else if (!c->hello && m.hdr.type != RDPM_HELLO) {
 		reply_err(c, &m.hdr, -EPROTO, "out of order: HELLO must come first%s",
 			  nfds ? " (the file descriptor attached was closed)" : "");
+	} else if (nfds && fds[0] < 0) {
+		/* What rdpmd never takes into its own fd table (closer.c). */
+		bool steer = m.hdr.type == RDPM_STEER;
+
+		reply_err(c, &m.hdr, steer ? -ENOTSOCK : -EBADF, "the fd attached is not a %s "
+			  "(it is %s)", steer ? "TCP socket" : "dma-buf",
+			  rdpm_fd_class_name(kind[0]));
 	} else {
 		switch (m.hdr.type) {
 		case RDPM_HELLO: do_hello(c, &m); break;
@@ -1367,7 +1363,137 @@ static void client_read(struct client *c)
 	}
 	if (nfds && !used)
 		rdpmd.counters.fds_refused++;
-	drop_fds(fds, nfds, c->uid);
+	for (unsigned int i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			drop_fds(&fds[i], 1, c->uid);
+}
+
+/* Reads @c in-process, with room for every fd a message can carry (the
+ * fuzzer and the unit tests: RDPM_CLOSER_DIRECT). */
+static void client_read_direct(struct client *c)
+{
+	union {
+		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	char buf[RDPM_MAX_MSG];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	int fds[RDPM_MSG_MAX_FDS];
+	uint8_t kind[RDPM_MSG_MAX_FDS];
+	unsigned int nfds = 0;
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (nfds < RDPM_MSG_MAX_FDS) {
+				kind[nfds] = RDPM_FD_NONE;
+				fds[nfds++] = fd;
+			} else {
+				drop_fds(&fd, 1, c->uid);
+			}
+		}
+	}
+	client_handle(c, buf, n, n < 0 ? 0 : mh.msg_flags, fds, kind, nfds);
+}
+
+/*
+ * The next message of @c. rdpmd takes no file of a client into its own fd
+ * table but dma-bufs and sockets: even receiving one makes rdpmd's close
+ * of it run the file's flush, which for a FUSE file waits for the FUSE
+ * server, uninterruptibly. So it peeks without room for fds: a message
+ * that carries some (MSG_CTRUNC) the closer helper reads
+ * (rdpmd_client_read_done); the others it reads itself.
+ */
+static void client_read(struct client *c)
+{
+	char buf[RDPM_MAX_MSG];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (c->reading)
+		return;
+	if (!rdpm_closer_may_read(c->uid, is_admin(c)))
+		return client_unread(c, false);
+	if (rdpm_closer_direct())
+		return client_read_direct(c);
+	n = recvmsg(c->fd, &mh, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n >= 0 && (mh.msg_flags & MSG_CTRUNC)) {
+		if (!is_admin(c) && rdpm_closer_struck(c->uid))
+			return client_struck(c);
+		if (!rdpm_closer_read(c->fd, c->serial, c->uid))
+			return client_unread(c, true);
+		/* Not watched until the answer: a hang-up is level-triggered. */
+		epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		c->reading = true;
+		return;
+	}
+	if (n >= 0) {
+		mh.msg_flags = 0;
+		n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+	}
+	client_handle(c, buf, n, n < 0 ? 0 : mh.msg_flags, NULL, NULL, 0);
+}
+
+static struct client *client_by_serial(uint64_t serial)
+{
+	for (struct client *c = clients; c; c = c->next)
+		if (c->serial == serial)
+			return c;
+	return NULL;
+}
+
+void rdpmd_client_read_done(uint64_t token, int n, int flags, const char *data, const int *fds,
+			    const uint8_t *kind, unsigned int nfds)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	struct client *c = client_by_serial(token);
+	int mine[RDPM_MSG_MAX_FDS];
+
+	memcpy(mine, fds, nfds * sizeof(int));
+	if (!c) {
+		for (unsigned int i = 0; i < nfds; i++)
+			if (mine[i] >= 0)
+				drop_fds(&mine[i], 1, UNKNOWN_UID);
+		return;
+	}
+	c->reading = false;
+	if (c->dead) {
+		for (unsigned int i = 0; i < nfds; i++)
+			if (mine[i] >= 0)
+				drop_fds(&mine[i], 1, c->uid);
+		return;
+	}
+	ev.data.ptr = c;
+	if (epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, c->fd, &ev))
+		c->dead = true;
+	client_handle(c, data, n < 0 ? -1 : n, flags, mine, kind, nfds);
+}
+
+void rdpmd_client_read_lost(uint64_t token)
+{
+	static struct rdpm_bucket rl;
+	struct client *c = client_by_serial(token);
+
+	if (!c)
+		return;
+	c->reading = false;
+	c->dead = true;
+	close_pending = true;
+	rdpm_log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: the files its message carried "
+			 "stalled the closer helper: disconnecting", c->pid, c->uid);
 }
 
 static void listener_arm(bool on)
@@ -1496,6 +1622,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 		return false;
 	}
 	c->fd = fd;
+	c->serial = next_serial++;
 	c->since = rdpm_now_ms();
 	c->pid = cr->pid;
 	c->uid = cr->uid;
@@ -1677,7 +1804,9 @@ void rdpmd_clients_tick(void)
 	for (struct client *c = clients; c; c = c->next) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 
-		if (!c->unread || c->dead || !rdpm_closer_may_read(c->uid, is_admin(c)))
+		if (!c->unread || c->dead || !rdpm_closer_may_read(c->uid, is_admin(c)) ||
+		    !rdpm_closer_can_read() ||
+		    (!is_admin(c) && rdpm_closer_struck(c->uid)))
 			continue;
 		c->unread = false;
 		epoll_ctl(rdpmd.epfd, EPOLL_CTL_MOD, c->fd, &ev);

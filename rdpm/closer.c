@@ -1,21 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The closer: closes the file descriptors clients passed to rdpmd and the
- * clients' sockets. The last close() of a client's file runs that file's
- * release, which the client controls: a TCP socket with SO_LINGER whose
- * peer advertises a zero window waits out the linger time, a FUSE file's
- * flush waits for its server; only a fatal signal ends such a wait.
+ * The closer: every file a client passed goes through a helper process,
+ * never through rdpmd's own close. Closing a file runs code the client
+ * controls: each close() of a FUSE file waits, uninterruptibly, for the
+ * FUSE server's answer to its FLUSH (which the client may be); the last
+ * close of a TCP socket with SO_LINGER whose peer advertises a zero window
+ * waits out the linger time.
  *
- * So rdpmd never runs it. A helper process, forked at start, receives the
- * fds over a socketpair (SCM_RIGHTS), closes them and acknowledges each
- * message. A file in flight is held by the message, and the helper closes
- * a message's fds only when the next message comes, which rdpmd sends
- * after closing its own copies: rdpmd's close is never the last one.
- * Should the helper die, its exit drops what it held. When the helper has
- * had fds for CLOSER_STALL_MS without closing any, rdpmd kills it (SIGKILL
- * ends linger waits and FUSE's killable waits) and forks another, at most
- * CLOSER_RESTARTS a minute; only when none can be forked does a thread of
- * rdpmd close them, the last resort.
+ * So a helper, forked at start, does two things over a socketpair:
+ * - reads the client messages that carry fds (rdpmd peeks and hands it the
+ *   client's socket, OP_READ): it passes on only dma-bufs and sockets,
+ *   which have no flush, and closes the others itself (rdpmd_client_read_done
+ *   gets the message and what each fd was);
+ * - closes the fds and client sockets rdpmd is done with (OP_CLOSE). Those
+ *   of one message are closed when the next message comes, which rdpmd
+ *   sends after closing its own copies: rdpmd's close is never the last.
+ * When the helper has had work for CLOSER_STALL_MS without answering,
+ * rdpmd kills it and forks another, at most CLOSER_RESTARTS a minute; the
+ * uid whose files it was closing gets a strike, and a uid with
+ * CLOSER_STRIKES in a minute has its messages with fds left unread until
+ * the minute ends. Only when no process can be forked does a thread of
+ * rdpmd do the helper's work, the last resort.
  *
  * Fds not yet sent wait in a ring, counted per uid: a uid over its share
  * of the ring is not read until its fds went (rdpm_closer_may_read), while
@@ -30,39 +35,82 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "rdpmd.h"
 
-#define CLOSER_STALL_MS		1000	/* fds held this long, none closed: killed */
+#define CLOSER_STALL_MS		1000	/* work this long, no answer: killed */
 #define CLOSER_RESTARTS		10	/* helpers forked per minute at most */
 #define CLOSER_FORK_TRIES	3	/* failed forks in a row before the thread */
 #define CLOSER_RETRY_MS		100	/* no helper: the next try */
+#define CLOSER_READS		16	/* messages the helper is reading at most */
+#define CLOSER_STRIKES		2	/* helpers stalled by one uid in a minute */
+#define CLOSER_STRUCK		16	/* uids with strikes remembered */
 /* One message's fds and the socket they came on. */
 #define MSG_ROOM		(RDPM_MSG_MAX_FDS + 1)
 #define SHARE			(RDPM_CLOSER_SLOTS / 4)
 #define ADMIN_RESERVE		MSG_ROOM
+/* Queued fds, and the sent ones until acknowledged (whose uid a stall blames). */
+#define RING			(RDPM_CLOSER_SLOTS + RDPM_CLOSER_INFLIGHT)
+
+/* rdpmd to the helper: a request, with the fds to close or the socket to read. */
+enum { OP_CLOSE = 1, OP_READ };
+struct request {
+	uint32_t op;
+	uint32_t pad;
+	uint64_t token;		/* OP_READ: the answer's */
+};
+
+/*
+ * The helper to rdpmd. ANS_READ is followed by kind[nfds] (enum
+ * rdpm_fd_class of each fd the message carried; the dma-bufs and sockets
+ * attached, in order) and the message's n bytes.
+ */
+enum { ANS_DONE = 1, ANS_READ };
+struct answer {
+	uint32_t op;
+	uint32_t closed;	/* OP_CLOSE fds closed since the last answer */
+	uint32_t dropped;	/* ANS_DONE: fds of the last read closed by the helper */
+	int32_t n;		/* ANS_READ: recvmsg's result, or -errno */
+	uint64_t token;
+	uint32_t flags;		/* ANS_READ: its msg_flags */
+	uint32_t nfds;		/* ANS_READ: fds it carried */
+};
+#define ANSWER_MAX	(sizeof(struct answer) + RDPM_MSG_MAX_FDS + RDPM_MAX_MSG)
 
 struct queued {
 	int fd;
 	uid_t uid;
 };
 
-static struct queued ring[RDPM_CLOSER_SLOTS];
-static unsigned int head, count;	/* next to send; queued */
+static struct queued ring[RING];
+static unsigned int tail, head, count;	/* oldest sent; next to send; queued */
 static struct {
 	uid_t uid;
 	unsigned int n;
-} users[RDPM_CLOSER_SLOTS];		/* queued fds per uid, n > 0 */
+} users[RING];				/* queued fds per uid, n > 0 */
 static unsigned int nusers;
+static struct {
+	uint64_t token;
+	uid_t uid;
+} reads[CLOSER_READS];			/* OP_READs sent, not answered */
+static unsigned int rhead, rcount;
+static struct {
+	uid_t uid;
+	unsigned int n;
+	uint64_t since;
+} struck[CLOSER_STRUCK];
 
 static enum rdpm_closer_mode mode;
 static int sock = -1;			/* rdpmd's end; -1: no helper */
 static pid_t helper = -1;		/* -1: the fallback thread (or none) */
 static unsigned int inflight;		/* sent, not yet acknowledged */
+static unsigned int dropping;		/* a read's fds the helper is closing */
+static uid_t dropping_uid;
 static bool go_owed;			/* fds sent and no message after them yet */
-static uint64_t progress_at;		/* the last ack, or the first fd sent */
+static uint64_t progress_at;		/* the last answer, or the first work sent */
 static uint64_t window_at, retry_at;	/* the restarts' minute; the next fork */
 static unsigned int restarts, fork_fails;
 static uint64_t kills;
@@ -88,29 +136,159 @@ static void user_sub(uid_t uid)
 		users[i] = users[--nusers];
 }
 
+static bool busy(void)
+{
+	return inflight || rcount || dropping;
+}
+
+/* A stalled helper was closing files of @uid: one strike more. */
+static void strike(uid_t uid)
+{
+	uint64_t now = rdpm_now_ms();
+	unsigned int i, old = 0;
+
+	if (uid == (uid_t)-1)
+		return;
+	for (i = 0; i < CLOSER_STRUCK && struck[i].uid != uid; i++)
+		if (struck[i].since < struck[old].since)
+			old = i;
+	if (i == CLOSER_STRUCK || now >= struck[i].since + 60000) {
+		i = i == CLOSER_STRUCK ? old : i;
+		struck[i].uid = uid;
+		struck[i].n = 0;
+		struck[i].since = now;
+	}
+	if (++struck[i].n == CLOSER_STRIKES)
+		rdpm_log(LOG_WARNING, "uid %u: its files stalled the closer helper %u times "
+			 "within a minute: its messages with fds are not read for the rest "
+			 "of that minute", uid, struck[i].n);
+}
+
+bool rdpm_closer_struck(uid_t uid)
+{
+	for (unsigned int i = 0; i < CLOSER_STRUCK; i++)
+		if (struck[i].uid == uid && struck[i].n >= CLOSER_STRIKES &&
+		    rdpm_now_ms() < struck[i].since + 60000)
+			return true;
+	return false;
+}
+
+static ssize_t send_fds(int s, const struct iovec *iov, int niov, const int *fds, unsigned int n,
+			int flags)
+{
+	union {
+		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = niov };
+	struct cmsghdr *cm;
+
+	if (n) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	}
+	return sendmsg(s, &mh, flags | MSG_NOSIGNAL);
+}
+
+/* Receives into @iov with the fds in @fds (at most RDPM_MSG_MAX_FDS, the
+ * rest closed: no sender here sends more); recvmsg's result. */
+static ssize_t recv_fds(int s, struct iovec *iov, int niov, int *fds, unsigned int *nfds,
+			int *msg_flags, int flags)
+{
+	union {
+		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = niov, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	ssize_t n = recvmsg(s, &mh, flags | MSG_CMSG_CLOEXEC);
+
+	*nfds = 0;
+	*msg_flags = n < 0 ? 0 : mh.msg_flags;
+	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*nfds < RDPM_MSG_MAX_FDS)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 /*
- * The helper (or the fallback thread): receives fds and closes them, says
- * how many, until rdpmd's end closes. The fds of a message are closed only
- * when the next message comes: rdpmd sends that one after closing its own
- * copies, so that its close is never the last (the helper's may block, and
- * rdpmd kills it then).
+ * The helper's OP_READ: one message from client socket @c, its dma-bufs
+ * and sockets passed on to rdpmd with the bytes (@closed rides along), the
+ * other files closed here, after the answer went. false: rdpmd is gone.
+ */
+static bool read_one(int s, int c, uint64_t token, uint32_t closed)
+{
+	struct answer a = { .op = ANS_READ, .closed = closed, .token = token };
+	uint8_t kind[RDPM_MSG_MAX_FDS];
+	char buf[RDPM_MAX_MSG];
+	int fds[RDPM_MSG_MAX_FDS], pass[RDPM_MSG_MAX_FDS], drop[RDPM_MSG_MAX_FDS];
+	unsigned int nfds, npass = 0, ndrop = 0;
+	struct iovec in = { buf, sizeof(buf) }, out[3];
+	int flags;
+	ssize_t n = recv_fds(c, &in, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+
+	a.n = n < 0 ? -errno : (int32_t)n;
+	a.flags = (uint32_t)flags;
+	a.nfds = nfds;
+	for (unsigned int i = 0; i < nfds; i++) {
+		kind[i] = (uint8_t)rdpm_fd_class(fds[i]);
+		if (kind[i] == RDPM_FD_DMABUF || kind[i] == RDPM_FD_SOCKET)
+			pass[npass++] = fds[i];
+		else
+			drop[ndrop++] = fds[i];
+	}
+	out[0] = (struct iovec){ &a, sizeof(a) };
+	out[1] = (struct iovec){ kind, nfds };
+	out[2] = (struct iovec){ buf, n > 0 ? (size_t)n : 0 };
+	n = send_fds(s, out, 3, pass, npass, 0);
+	/* Neither a dma-buf nor a socket has a flush: these closes end at once. */
+	for (unsigned int i = 0; i < npass; i++)
+		close(pass[i]);
+	close(c);
+	if (n < 0)
+		return false;
+	if (!ndrop)
+		return true;
+	for (unsigned int i = 0; i < ndrop; i++)
+		close(drop[i]);
+	a = (struct answer){ .op = ANS_DONE, .dropped = ndrop };
+	return send(s, &a, sizeof(a), MSG_NOSIGNAL) == sizeof(a);
+}
+
+/*
+ * The helper (or the fallback thread), until rdpmd's end closes. The fds
+ * of an OP_CLOSE are closed only when the next request comes: rdpmd sends
+ * that one after closing its own copies, so that its close is never the
+ * last (the helper's may block, and rdpmd kills it then).
  */
 static void closer_loop(int s)
 {
-	int held[RDPM_MSG_MAX_FDS];
-	unsigned int nheld = 0;
+	int held[RDPM_MSG_MAX_FDS], fds[RDPM_MSG_MAX_FDS];
+	unsigned int nheld = 0, nfds;
 
 	for (;;) {
-		union {
-			char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
-			struct cmsghdr align;
-		} ctl;
-		char byte;
-		struct iovec iov = { &byte, 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				     .msg_controllen = sizeof(ctl.buf) };
-		uint32_t done = nheld;
-		ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+		struct request r = { 0 };
+		struct iovec iov = { &r, sizeof(r) };
+		uint32_t closed = nheld;
+		int flags;
+		ssize_t n = recv_fds(s, &iov, 1, fds, &nfds, &flags, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -118,23 +296,23 @@ static void closer_loop(int s)
 			close(held[i]);
 		nheld = 0;
 		if (n <= 0)
-			return;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				if (nheld < RDPM_MSG_MAX_FDS)
-					held[nheld++] = fd;
-				else
-					close(fd);	/* rdpmd never sends more */
-			}
+			break;
+		if (r.op == OP_READ && nfds == 1) {
+			if (!read_one(s, fds[0], r.token, closed))
+				break;
+			continue;
 		}
-		if (done && send(s, &done, sizeof(done), MSG_NOSIGNAL) < 0)
-			return;
+		memcpy(held, fds, nfds * sizeof(int));
+		nheld = nfds;
+		if (closed) {
+			struct answer a = { .op = ANS_DONE, .closed = closed };
+
+			if (send(s, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
+				break;
+		}
 	}
+	for (unsigned int i = 0; i < nheld; i++)
+		close(held[i]);
 }
 
 /* The forked helper: nothing of rdpmd's but its end of the socketpair. */
@@ -222,32 +400,46 @@ static int helper_start(bool thread)
 	return 0;
 }
 
-/* The helper is gone (killed, or died): what it held went with it. */
+/* The helper is gone (killed, or died): what it held went with it, and
+ * the messages it was reading: their clients are disconnected. */
 static void helper_lost(void)
 {
 	close(sock);
 	sock = -1;
 	helper = -1;
+	tail = head;
 	inflight = 0;
+	dropping = 0;
 	go_owed = false;
+	while (rcount) {
+		uint64_t token = reads[rhead].token;
+
+		rhead = (rhead + 1) % CLOSER_READS;
+		rcount--;
+		rdpmd_client_read_lost(token);
+	}
 }
 
+/* A helper that stalled: the uid whose files it was closing gets a strike. */
 static void helper_kill(const char *why)
 {
 	static uint64_t log_at;
 	static unsigned int unlogged;
 	uint64_t now = rdpm_now_ms();
+	uid_t uid = dropping ? dropping_uid : inflight ? ring[tail].uid :
+		    rcount ? reads[rhead].uid : (uid_t)-1;
 
 	kills++;
 	if (log_at && now < log_at + 1000) {
 		unlogged++;
 	} else {
-		rdpm_log(LOG_WARNING, "closer helper pid %d %s (%u fd(s) held): killed; its exit "
-			 "drops them (%llu killed so far, %u not logged)", helper, why, inflight,
-			 (unsigned long long)kills, unlogged);
+		rdpm_log(LOG_WARNING, "closer helper pid %d %s (%u fd(s) held, files of uid %d): "
+			 "killed; its exit drops them (%llu killed so far, %u not logged)", helper,
+			 why, inflight + dropping, (int)uid, (unsigned long long)kills, unlogged);
 		log_at = now;
 		unlogged = 0;
 	}
+	strike(uid);
 	kill(helper, SIGKILL);
 	helper_lost();
 }
@@ -296,42 +488,38 @@ static void helper_ensure(uint64_t now)
 		rdpm_log(LOG_ERR, "cannot start the closer thread either: %s", strerror(-err));
 }
 
+/* Work went to an idle helper: the watchdog's second starts now. */
+static void work_sent(bool was_busy)
+{
+	if (!was_busy)
+		progress_at = rdpm_now_ms();
+}
+
 /*
  * Sends queued fds to the helper, as many as it may hold, closing rdpmd's
- * copies: the message holds the files until the helper has them. Then a
+ * copies: the message holds the files until the helper has them. A message
+ * holds the fds of one uid, whom a stall in closing them blames. Then a
  * message without fds, which lets the helper close the last ones.
  */
 static void pump(void)
 {
-	char byte = 0;
+	struct request r = { .op = OP_CLOSE };
+	struct iovec iov = { &r, sizeof(r) };
 
 	while (count && sock >= 0 && inflight < RDPM_CLOSER_INFLIGHT) {
-		union {
-			char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
-			struct cmsghdr align;
-		} ctl;
-		unsigned int n = count;
-		struct iovec iov = { &byte, 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf };
-		struct cmsghdr *cm;
+		int fds[RDPM_MSG_MAX_FDS];
+		unsigned int n = 0;
+		bool was_busy = busy();
 
-		if (n > RDPM_MSG_MAX_FDS)
-			n = RDPM_MSG_MAX_FDS;
-		if (n > RDPM_CLOSER_INFLIGHT - inflight)
-			n = RDPM_CLOSER_INFLIGHT - inflight;
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-		for (unsigned int i = 0; i < n; i++)
-			memcpy(CMSG_DATA(cm) + i * sizeof(int),
-			       &ring[(head + i) % RDPM_CLOSER_SLOTS].fd, sizeof(int));
-		if (sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		while (n < count && n < RDPM_MSG_MAX_FDS && inflight + n < RDPM_CLOSER_INFLIGHT &&
+		       ring[(head + n) % RING].uid == ring[head].uid) {
+			fds[n] = ring[(head + n) % RING].fd;
+			n++;
+		}
+		if (send_fds(sock, &iov, 1, fds, n, MSG_DONTWAIT) < 0) {
 			if (errno == EAGAIN || errno == ENOBUFS || errno == ETOOMANYREFS ||
 			    errno == EINTR)
-				return;		/* an ack or the watchdog comes */
+				return;		/* an answer or the watchdog comes */
 			rdpm_log(LOG_WARNING, "closer helper pid %d: %m; starting another",
 				 helper);
 			if (helper > 0)
@@ -340,21 +528,21 @@ static void pump(void)
 			helper_ensure(rdpm_now_ms());
 			continue;
 		}
-		if (!inflight)
-			progress_at = rdpm_now_ms();
+		work_sent(was_busy);
 		inflight += n;
 		for (unsigned int i = 0; i < n; i++) {
-			struct queued *q = &ring[(head + i) % RDPM_CLOSER_SLOTS];
+			struct queued *q = &ring[(head + i) % RING];
 
 			close(q->fd);	/* the message holds the file */
+			q->fd = -1;
 			user_sub(q->uid);
 		}
-		head = (head + n) % RDPM_CLOSER_SLOTS;
+		head = (head + n) % RING;
 		count -= n;
 		go_owed = true;
 	}
-	if (go_owed && sock >= 0 && send(sock, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
-		go_owed = false;	/* else after the next ack, or the watchdog */
+	if (go_owed && sock >= 0 && send_fds(sock, &iov, 1, NULL, 0, MSG_DONTWAIT) >= 0)
+		go_owed = false;	/* else after the next answer, or the watchdog */
 }
 
 int rdpm_closer_start(enum rdpm_closer_mode m)
@@ -365,6 +553,11 @@ int rdpm_closer_start(enum rdpm_closer_mode m)
 	window_at = rdpm_now_ms();
 	restarts = 1;
 	return helper_start(false);
+}
+
+bool rdpm_closer_direct(void)
+{
+	return mode == RDPM_CLOSER_DIRECT;
 }
 
 bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid)
@@ -382,9 +575,34 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid)
 		return true;
 	mine = user_find(uid, true);
 	for (unsigned int i = 0; i < n; i++)
-		ring[(head + count++) % RDPM_CLOSER_SLOTS] = (struct queued){ fds[i], uid };
+		ring[(head + count++) % RING] = (struct queued){ fds[i], uid };
 	users[mine].n += n;
 	pump();
+	return true;
+}
+
+bool rdpm_closer_can_read(void)
+{
+	return sock >= 0 && rcount < CLOSER_READS;
+}
+
+bool rdpm_closer_read(int fd, uint64_t token, uid_t uid)
+{
+	struct request r = { .op = OP_READ, .token = token };
+	struct iovec iov = { &r, sizeof(r) };
+	bool was_busy = busy();
+
+	if (sock < 0)
+		helper_ensure(rdpm_now_ms());
+	if (!rdpm_closer_can_read())
+		return false;
+	if (send_fds(sock, &iov, 1, &fd, 1, MSG_DONTWAIT) < 0)
+		return false;		/* full: an answer or the watchdog comes */
+	reads[(rhead + rcount) % CLOSER_READS].token = token;
+	reads[(rhead + rcount) % CLOSER_READS].uid = uid;
+	rcount++;
+	go_owed = false;		/* the helper closes what it held */
+	work_sent(was_busy);
 	return true;
 }
 
@@ -405,12 +623,12 @@ unsigned int rdpm_closer_room(void)
 
 unsigned int rdpm_closer_pending(void)
 {
-	return count + inflight;
+	return count + inflight + dropping;
 }
 
 unsigned int rdpm_closer_inflight(void)
 {
-	return inflight;
+	return inflight + dropping;
 }
 
 uint64_t rdpm_closer_kills(void)
@@ -423,18 +641,84 @@ bool rdpm_closer_owns(const void *tag)
 	return tag == ring;
 }
 
+/* @n sent fds acknowledged closed. */
+static void acked(uint32_t n)
+{
+	if (n > inflight)
+		n = inflight;
+	inflight -= n;
+	tail = (tail + n) % RING;
+}
+
+/* One ANS_READ of @len bytes in @buf with forwarded fds @fds: to its client. */
+static bool answer_read(const struct answer *a, const char *buf, size_t len, int *fds,
+			unsigned int nfds)
+{
+	const uint8_t *kind = (const uint8_t *)buf + sizeof(*a);
+	int all[RDPM_MSG_MAX_FDS];
+	unsigned int used = 0, ndrop = 0;
+	size_t body = a->n > 0 ? (size_t)a->n : 0;
+
+	if (!rcount || reads[rhead].token != a->token || a->nfds > RDPM_MSG_MAX_FDS ||
+	    len != sizeof(*a) + a->nfds + body || body > RDPM_MAX_MSG)
+		return false;
+	for (unsigned int i = 0; i < a->nfds; i++) {
+		if (kind[i] == RDPM_FD_DMABUF || kind[i] == RDPM_FD_SOCKET) {
+			if (used == nfds)
+				return false;
+			all[i] = fds[used++];
+		} else {
+			all[i] = -1;
+			ndrop++;
+		}
+	}
+	if (used != nfds)
+		return false;
+	dropping_uid = reads[rhead].uid;
+	dropping += ndrop;
+	rhead = (rhead + 1) % CLOSER_READS;
+	rcount--;
+	rdpmd_client_read_done(a->token, a->n, (int)a->flags, (const char *)kind + a->nfds, all,
+			       kind, a->nfds);
+	return true;
+}
+
 void rdpm_closer_event(uint32_t events)
 {
-	uint32_t done;
-	ssize_t n;
+	static char buf[ANSWER_MAX];
+	bool lost = false;
 
-	while (sock >= 0 && (n = recv(sock, &done, sizeof(done), MSG_DONTWAIT)) == sizeof(done)) {
-		inflight -= done < inflight ? done : inflight;
+	while (sock >= 0) {
+		struct iovec iov = { buf, sizeof(buf) };
+		int fds[RDPM_MSG_MAX_FDS], flags;
+		unsigned int nfds;
+		struct answer a;
+		ssize_t n = recv_fds(sock, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n < (ssize_t)sizeof(a) || (flags & (MSG_TRUNC | MSG_CTRUNC))) {
+			for (unsigned int i = 0; i < nfds; i++)
+				close(fds[i]);
+			lost = true;
+			break;
+		}
+		memcpy(&a, buf, sizeof(a));
 		progress_at = rdpm_now_ms();
+		acked(a.closed);
+		if (a.op == ANS_DONE && !nfds) {
+			dropping -= a.dropped < dropping ? a.dropped : dropping;
+		} else if (a.op != ANS_READ || !answer_read(&a, buf, (size_t)n, fds, nfds)) {
+			for (unsigned int i = 0; i < nfds; i++)
+				close(fds[i]);
+			lost = true;
+			break;
+		}
 	}
-	if (sock >= 0 && (events & (EPOLLHUP | EPOLLERR) || (n >= 0 && n != sizeof(done)) ||
-			  (n < 0 && errno != EAGAIN && errno != EINTR))) {
+	if (sock >= 0 && (lost || (events & (EPOLLHUP | EPOLLERR)))) {
 		rdpm_log(LOG_WARNING, "closer helper pid %d died; starting another", helper);
+		if (helper > 0)
+			kill(helper, SIGKILL);
 		helper_lost();
 		reap();
 		helper_ensure(rdpm_now_ms());
@@ -450,7 +734,7 @@ int rdpm_closer_timeout(void)
 		return -1;
 	if (sock < 0)
 		at = count ? (retry_at > now ? retry_at : now) : UINT64_MAX;
-	else if (inflight && helper > 0)
+	else if (busy() && helper > 0)
 		at = progress_at + CLOSER_STALL_MS;
 	else
 		return -1;
@@ -466,8 +750,8 @@ void rdpm_closer_tick(void)
 	if (mode == RDPM_CLOSER_DIRECT)
 		return;
 	reap();
-	if (sock >= 0 && helper > 0 && inflight && now >= progress_at + CLOSER_STALL_MS)
-		helper_kill("closed nothing for a second");
+	if (sock >= 0 && helper > 0 && busy() && now >= progress_at + CLOSER_STALL_MS)
+		helper_kill("answered nothing for a second");
 	if (sock < 0 && count)
 		helper_ensure(now);
 	pump();
@@ -480,7 +764,7 @@ void rdpm_closer_stop(void)
 	if (mode == RDPM_CLOSER_DIRECT)
 		return;
 	/* Everything to a helper that closes it, within bounds. */
-	while ((count || inflight) && rdpm_now_ms() < end) {
+	while ((count || busy()) && rdpm_now_ms() < end) {
 		rdpm_closer_event(0);
 		usleep(10000);
 		rdpm_closer_tick();
@@ -488,7 +772,7 @@ void rdpm_closer_stop(void)
 	if (sock >= 0)
 		close(sock);	/* the helper sees the end and exits */
 	sock = -1;
-	if (helper > 0 && (count || inflight))
+	if (helper > 0 && (count || busy()))
 		kill(helper, SIGKILL);
 	for (int i = 0; i < 100 && helper > 0 && waitpid(helper, NULL, WNOHANG) == 0; i++)
 		usleep(10000);

@@ -43,27 +43,73 @@ int rdpm_dmabuf_info_check(const char *info, const struct rdpm_namelist *allowed
 	return 0;
 }
 
-/* What the fd of /proc link @link is, in words: a path is the host's
- * business, not the client's, and a file name may hold any byte. Never
- * fstat(): on a stalled FUSE mount it blocks. */
-static const char *fd_kind(const char *link)
+/* What the fd of /proc link @link is, by its link alone: a path is the
+ * host's business, not the client's, and a file name may hold any byte.
+ * Never fstat(): on a stalled FUSE mount it blocks. A dma-buf's link is
+ * "/dmabuf:NAME", which a path can spell too: rdpm_fd_class looks further. */
+static enum rdpm_fd_class link_class(const char *link)
 {
-	if (link[0] == '/')
-		return "a file";
 	if (!strncmp(link, "socket:", 7))
-		return "a socket";
+		return RDPM_FD_SOCKET;
+	if (link[0] == '/')
+		return RDPM_FD_FILE;
 	if (!strncmp(link, "pipe:", 5))
-		return "a pipe";
+		return RDPM_FD_PIPE;
 	if (!strncmp(link, "anon_inode:", 11))
-		return "an anonymous inode";
-	return "no file";
+		return RDPM_FD_ANON;
+	return RDPM_FD_NONE;
+}
+
+const char *rdpm_fd_class_name(unsigned int class)
+{
+	static const char *const names[] = {
+		[RDPM_FD_DMABUF] = "a dma-buf", [RDPM_FD_SOCKET] = "a socket",
+		[RDPM_FD_FILE] = "a file", [RDPM_FD_PIPE] = "a pipe",
+		[RDPM_FD_ANON] = "an anonymous inode", [RDPM_FD_NONE] = "no file",
+	};
+
+	return class < sizeof(names) / sizeof(names[0]) ? names[class] : "no file";
+}
+
+/* @fd's fdinfo in @info (NUL-terminated); -errno. */
+static int fd_info(int fd, char *info, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -errno;
+	n = read(f, info, len - 1);
+	close(f);
+	info[n > 0 ? n : 0] = 0;
+	return 0;
+}
+
+enum rdpm_fd_class rdpm_fd_class(int fd)
+{
+	char path[64], link[128], info[2048];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return RDPM_FD_NONE;
+	link[n] = 0;
+	/* Only the dma-buf file system's files have an exporter. */
+	if (!strncmp(link, "/dmabuf:", 8) && !fd_info(fd, info, sizeof(info)) &&
+	    strstr(info, "\nexp_name:\t"))
+		return RDPM_FD_DMABUF;
+	return link_class(link);
 }
 
 int rdpm_dmabuf_check(int fd, char *why, size_t len)
 {
 	char path[64], link[128], info[2048];
 	ssize_t n;
-	int f, flags, err;
+	int flags, err;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, link, sizeof(link) - 1);
@@ -73,18 +119,15 @@ int rdpm_dmabuf_check(int fd, char *why, size_t len)
 	}
 	link[n] = 0;
 	if (strncmp(link, "/dmabuf:", 8)) {
-		snprintf(why, len, "the fd attached is not a dma-buf (it is %s)", fd_kind(link));
+		snprintf(why, len, "the fd attached is not a dma-buf (it is %s)",
+			 rdpm_fd_class_name(link_class(link)));
 		return -EBADF;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0) {
-		snprintf(why, len, "cannot look at the fd attached (%s)", strerror(errno));
-		return errno == EMFILE || errno == ENFILE ? -errno : -EBADF;
+	err = fd_info(fd, info, sizeof(info));
+	if (err) {
+		snprintf(why, len, "cannot look at the fd attached (%s)", strerror(-err));
+		return err == -EMFILE || err == -ENFILE ? err : -EBADF;
 	}
-	n = read(f, info, sizeof(info) - 1);
-	close(f);
-	info[n > 0 ? n : 0] = 0;
 	err = rdpm_dmabuf_info_check(info, &rdpmd.conf.dmabuf_exporters, why, len);
 	if (err)
 		return err;

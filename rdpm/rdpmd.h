@@ -62,6 +62,19 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid);
  * its socket, within the uid's share (1/4 of the queue) and outside the
  * admins' reserve unless @admin. */
 bool rdpm_closer_may_read(uid_t uid, bool admin);
+/* Whether fds are closed at once by the caller (RDPM_CLOSER_DIRECT): the
+ * caller then reads client messages itself. */
+bool rdpm_closer_direct(void);
+/* Has the helper read the next message of client socket @fd, whose fds it
+ * passes on only when they are dma-bufs or sockets; the answer comes to
+ * rdpmd_client_read_done with @token; a stall blames @uid. false: not now
+ * (no helper, or too many reads under way). */
+bool rdpm_closer_read(int fd, uint64_t token, uid_t uid);
+/* Whether rdpm_closer_read would take a message now. */
+bool rdpm_closer_can_read(void);
+/* Whether @uid's files stalled the helper CLOSER_STRIKES times this minute:
+ * its clients' messages with fds are not read then (admins' are). */
+bool rdpm_closer_struck(uid_t uid);
 /* Queue slots free now (for anyone). */
 unsigned int rdpm_closer_room(void);
 /* Fds not yet closed: queued, or sent to the helper and not acknowledged. */
@@ -119,6 +132,19 @@ extern const struct rdpm_nic_ops rdpm_devmem_ops;
  * touching its file system; 0 or an error reply's -errno, why in @why.
  */
 int rdpm_dmabuf_check(int fd, char *why, size_t len);
+/* What a client's fd is, judged as rdpm_dmabuf_check does (never asking its
+ * file system): rdpmd takes only dma-bufs and sockets into its own fd table
+ * (closer.c); the others it names in refusals. */
+enum rdpm_fd_class {
+	RDPM_FD_DMABUF,
+	RDPM_FD_SOCKET,
+	RDPM_FD_FILE,
+	RDPM_FD_PIPE,
+	RDPM_FD_ANON,
+	RDPM_FD_NONE,
+};
+enum rdpm_fd_class rdpm_fd_class(int fd);
+const char *rdpm_fd_class_name(unsigned int class);
 /* Whether fdinfo text @info names an exporter (exp_name) on list @allowed:
  * 0, -EBADF (none) or -EPERM (another), why in @why. */
 int rdpm_dmabuf_info_check(const char *info, const struct rdpm_namelist *allowed, char *why,
@@ -155,6 +181,7 @@ struct rdpm_counters {
 	uint64_t refused_bindings;	/* max_bindings (all users) reached */
 	uint64_t refused_joins;		/* max_joins_per_client or _per_user reached */
 	uint64_t closer_full;		/* a client not read: its uid over its closer share */
+	uint64_t closer_struck;		/* a client not read: its uid's files stalled the closer */
 	uint64_t fds_closed;		/* client fds handed to the closer */
 };
 
@@ -207,6 +234,14 @@ int rdpmd_clients_timeout(void);
 void rdpmd_flows_recheck(void);
 void rdpmd_clients_tick(void);
 void rdpmd_client_event(void *client, uint32_t events);
+/* A message the closer helper read for client @token (rdpm_closer_read):
+ * recvmsg's @n (or -errno) and @flags, the bytes at @data, and @nfds fds,
+ * @fds[i] -1 where the helper closed one that was neither a dma-buf nor a
+ * socket, @kind[i] what each was (enum rdpm_fd_class). */
+void rdpmd_client_read_done(uint64_t token, int n, int flags, const char *data, const int *fds,
+			    const uint8_t *kind, unsigned int nfds);
+/* The helper died reading for client @token: the message is lost. */
+void rdpmd_client_read_lost(uint64_t token);
 void rdpmd_clients_reap(void);
 void rdpmd_clients_close_all(void);
 /* Drops every binding of @c (NULL: everyone's) on @n (NULL: all NICs),

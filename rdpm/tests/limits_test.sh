@@ -20,8 +20,12 @@
 #   rdpmd whose stderr nobody reads (a full pipe) still serves;
 # - STATUS of a non-admin shows only its own uid's clients;
 # - REGISTER refuses a FIFO, a regular file and, without blocking, an fd on
-#   a FUSE mount whose server never answers; a read-only dma-buf (where a
-#   dma-heap can make one);
+#   a FUSE mount whose server never answers; a FUSE file whose FLUSH never
+#   comes back is refused and a new client served while it waits (rdpmd
+#   never holds such a file: its close would wait for the client's
+#   server), the helper that closes it is killed, and a uid whose files
+#   stalled it twice in a minute is not read until the minute ends; a
+#   read-only dma-buf (where a dma-heap can make one);
 # - out of fds (RLIMIT_NOFILE lowered with prlimit) rdpmd does not spin on
 #   its listener and serves again once fds are free;
 # - start-up refuses unsafe socket and state directories and a
@@ -137,7 +141,7 @@ echo "served after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f"
 check "the closer helper stuck in that close is killed (closer_kills > $kills0)" \
 	until_ok 5 eval '[ "$(counter closer_kills)" -gt "$kills0" ]'
 check "... and that is logged" \
-	grep -q "^<4>closer helper pid [0-9]* closed nothing for a second (.*): killed" "$tmp/log"
+	grep -q "^<4>closer helper pid [0-9]* answered nothing for a second (.*): killed" "$tmp/log"
 check "... rdpmd drains the flood while the peer still blocks (pending 0)" \
 	until_ok 5 eval '[ "$(counter closer_pending)" = 0 ]'
 exec {FLOOD[1]}>&-
@@ -295,6 +299,35 @@ if [ $rc = 4 ]; then
 else
 	check "REGISTER with an fd on a stalled FUSE mount is refused at once, not a dma-buf" \
 		bash -c "grep -q '^errno EBADF after 0\.[0-9]* s: .*not a dma-buf' <<< '$out'"
+fi
+# A FUSE file whose FLUSH (sent by every close() of it) never comes back:
+# rdpmd must never hold it in its own table, or its close of it waits
+# uninterruptibly for the client's FUSE server.
+kills0=$(counter closer_kills)
+out=$(timeout 30 unshare -m --propagation private $py "$tmp/rdpm_hostile.py" fuseflush)
+rc=$?
+echo "FUSE file whose flush is held: $out"
+if [ $rc = 4 ]; then
+	echo "SKIP: REGISTER with a FUSE file whose flush never ends: ${out#SKIP: }"
+else
+	check "REGISTER with a FUSE file is refused at once: not a dma-buf (it is a file)" \
+		bash -c "grep -q '^errno EBADF after 0\.[0-9]* s: .*not a dma-buf (it is a file);' <<< '$out'"
+	check "... and a new client is served while that file's FLUSH is held" \
+		bash -c "grep -q '; hello after 0\.[0-9]* s; [1-9][0-9]* flush(es) of others held' <<< '$out'"
+	check "... the closer helper stuck in the flush is killed (closer_kills > $kills0)" \
+		until_ok 5 eval '[ "$(counter closer_kills)" -gt "$kills0" ]'
+	check "... blaming the uid that passed the file" \
+		grep -q "^<4>closer helper pid [0-9]* answered nothing for a second ([0-9]* fd(s) held, files of uid 0)" "$tmp/log"
+	# Twice in a minute: that uid's messages with fds wait for the minute's end.
+	struck0=$(counter closer_struck)
+	out=$(TMPDIR=$tmp timeout 40 unshare -m --propagation private \
+	      $py "$tmp/rdpm_hostile.py" fuseflush $D 2)
+	echo "uid $D, two FUSE files whose flush is held, then a third: $out"
+	check "uid $D's two stalls strike it: its next message with an fd is not read" \
+		bash -c "grep -q '; then: no reply within 1.0 s$' <<< '$out'"
+	check "... counted (closer_struck > $struck0)" test "$(counter closer_struck)" -gt "$struck0"
+	check "... logged" grep -q "^<4>uid $D: its files stalled the closer helper 2 times" "$tmp/log"
+	check "... while an admin is still served" hostile hello
 fi
 for kind in rwdmabuf rodmabuf; do
 	out=$(hostile register $kind)

@@ -19,6 +19,17 @@
                                      read-only / read-write); prints
                                      "errno E after S s: TEXT"; exit 4 when KIND
                                      cannot be made here, with the reason
+  rdpm_hostile.py fuseflush          HELLO, then REGISTER dtb with a regular file of a
+                                     FUSE mount this process serves, which answers
+                                     every FLUSH but those of other processes (the
+                                     close() of a passed fd waits for it; run under
+                                     unshare -m); then times a new client's HELLO
+                                     while a FLUSH waits; prints "errno E after S s:
+                                     TEXT; hello after H s; N flush(es) of others
+                                     held"; exit 4 when there is no FUSE here
+  rdpm_hostile.py fuseflush UID N    the same N times as UID, each held for 1.8 s,
+                                     then one more REGISTER: "...; then: no reply
+                                     within 1.0 s" (or its answer)
   rdpm_hostile.py status             HELLO, STATUS (JSON); prints the text
   rdpm_hostile.py linger SECONDS PID passes rdpmd (PID; with a REGISTER, refused) a
                                      TCP socket whose close blocks SECONDS: SO_LINGER
@@ -59,6 +70,7 @@ import socket
 import struct
 import sys
 import tempfile
+import threading
 import time
 
 MAGIC = 0x4D504452
@@ -313,6 +325,132 @@ def register(kind):
     return 0
 
 
+class FuseServer(threading.Thread):
+    """A FUSE file system of one regular file, "f", served from this process.
+    It answers FLUSH only for this process: a FLUSH from anyone else (the
+    close() of a passed copy of the file, in whichever process runs it) is
+    held, unanswered, until the mount is aborted."""
+    HDR = struct.Struct("=IIQQIIIHH")
+    OUT = struct.Struct("=IiQ")
+    ATTR = struct.Struct("=QQQQQQIIIIIIIIII")
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.mnt = tempfile.mkdtemp()
+        self.dev = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.dev
+        if libc.mount(b"hostile", self.mnt.encode(), b"fuse", 0, opts.encode()):
+            e = ctypes.get_errno()
+            os.close(self.dev)
+            os.rmdir(self.mnt)
+            raise OSError(e, "mount fuse")
+        self.held = []
+        self.start()
+
+    def attr(self, node):
+        mode = 0o40755 if node == 1 else 0o100666
+        return self.ATTR.pack(node, 4096, 8, 0, 0, 0, 0, 0, 0, mode, 1, 0, 0, 0, 4096, 0)
+
+    def answer(self, unique, err=0, body=b""):
+        os.write(self.dev, self.OUT.pack(self.OUT.size + len(body), err, unique) + body)
+
+    def run(self):
+        while True:
+            try:
+                req = os.read(self.dev, 1 << 18)
+            except OSError:
+                return  # aborted
+            _, op, unique, node, _, _, pid = self.HDR.unpack_from(req)[:7]
+            if op == 26:  # INIT: protocol 7.31
+                major, minor, readahead = struct.unpack_from("=III", req, self.HDR.size)
+                self.answer(unique, 0, struct.pack("=IIIIHHIIHHI28x", 7, 31, readahead,
+                                                   0, 0, 0, 4096, 1, 0, 0, 0))
+            elif op == 1:  # LOOKUP
+                if req[self.HDR.size:].split(b"\0")[0] != b"f":
+                    self.answer(unique, -errno.ENOENT)
+                else:
+                    self.answer(unique, 0, struct.pack("=QQQQII", 2, 0, 60, 60, 0, 0) +
+                                self.attr(2))
+            elif op == 3:  # GETATTR
+                self.answer(unique, 0, struct.pack("=QII", 60, 0, 0) + self.attr(node))
+            elif op in (14, 27):  # OPEN, OPENDIR
+                self.answer(unique, 0, struct.pack("=QII", 1, 0, 0))
+            elif op == 25:  # FLUSH
+                if pid == os.getpid():
+                    self.answer(unique)
+                else:
+                    self.held.append(pid)
+            elif op in (18, 29):  # RELEASE, RELEASEDIR
+                self.answer(unique)
+            elif op in (2, 36, 42):  # FORGET, INTERRUPT, BATCH_FORGET: no answer
+                pass
+            else:
+                self.answer(unique, -errno.ENOSYS)
+
+    def abort(self):
+        """Ends every wait on the mount (the waiters get ENOTCONN)."""
+        os.close(self.dev)
+        ctypes.CDLL(None).umount2(self.mnt.encode(), 2)
+        try:
+            os.rmdir(self.mnt)
+        except OSError:
+            pass  # no longer root (fuseflush UID): the caller's TMPDIR goes
+
+
+def fuseflush(uid=None, rounds=1):
+    try:
+        fs = FuseServer()
+    except OSError as e:
+        print("SKIP: no FUSE mount here: %s" % e)
+        return 4
+    # Opened as the mount's owner; passed as UID, when given.
+    fds = [os.open(os.path.join(fs.mnt, "f"), os.O_RDWR | os.O_CLOEXEC)
+           for _ in range(rounds + 1)]
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    s = connect(3.0)
+    say_hello(s)
+    out = []
+    for i in range(rounds):
+        t0 = time.monotonic()
+        send(s, register_msg(), [fds[i]])
+        try:
+            r = reply(s)
+        except socket.timeout:
+            r = None
+        elapsed = time.monotonic() - t0
+        if r is None:
+            print("no reply after %.2f s" % elapsed)
+            fs.abort()
+            return 1
+        out.append("errno %s after %.2f s: %s" % (errno.errorcode.get(r[1], r[1]), elapsed,
+                                                  r[2]))
+        # Whoever closes the passed copy sends a FLUSH, held from here on.
+        time.sleep(0.3)
+        if i == 0:
+            took = timed_hello()
+            out.append("hello after %s s" % ("%.2f" % took if took is not None else "never"))
+        # Long enough for rdpmd's watchdog (a second) to give up on the closer.
+        time.sleep(1.5)
+    out.append("%d flush(es) of others held" % len(fs.held))
+    if rounds > 1:
+        s.settimeout(1.0)
+        send(s, register_msg(), [fds[rounds]])
+        try:
+            r = reply(s)
+            out.append("then: errno %s: %s" % (errno.errorcode.get(r[1], r[1]), r[2]))
+        except socket.timeout:
+            out.append("then: no reply within 1.0 s")
+    for fd in fds:
+        os.close(fd)  # this process's FLUSH is answered
+    fs.abort()
+    print("; ".join(out))
+    return 0
+
+
 def status():
     s = connect(3.0)
     say_hello(s)
@@ -515,6 +653,10 @@ def main(argv):
         return silent(float(argv[2]))
     if cmd == "register" and len(argv) == 3:
         return register(argv[2])
+    if cmd == "fuseflush" and len(argv) == 2:
+        return fuseflush()
+    if cmd == "fuseflush" and len(argv) == 4:
+        return fuseflush(int(argv[2]), int(argv[3]))
     if cmd == "status" and len(argv) == 2:
         return status()
     if cmd == "linger" and len(argv) == 4:
