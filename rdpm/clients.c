@@ -1372,38 +1372,16 @@ static void client_handle(struct client *c, const char *buf, ssize_t n, int flag
  * fuzzer and the unit tests: RDPM_CLOSER_DIRECT). */
 static void client_read_direct(struct client *c)
 {
-	union {
-		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
 	char buf[RDPM_MAX_MSG];
 	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	int fds[RDPM_MSG_MAX_FDS];
-	uint8_t kind[RDPM_MSG_MAX_FDS];
-	unsigned int nfds = 0;
-	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int fds[RDPM_MSG_MAX_FDS], flags;
+	uint8_t kind[RDPM_MSG_MAX_FDS] = { 0 };
+	unsigned int nfds;
+	ssize_t n = rdpm_recv_fds(c->fd, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
-	     cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < RDPM_MSG_MAX_FDS) {
-				kind[nfds] = RDPM_FD_NONE;
-				fds[nfds++] = fd;
-			} else {
-				drop_fds(&fd, 1, c->uid);
-			}
-		}
-	}
-	client_handle(c, buf, n, n < 0 ? 0 : mh.msg_flags, fds, kind, nfds);
+	client_handle(c, buf, n, flags, fds, kind, nfds);
 }
 
 /*

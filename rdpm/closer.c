@@ -196,10 +196,8 @@ static ssize_t send_fds(int s, const struct iovec *iov, int niov, const int *fds
 	return sendmsg(s, &mh, flags | MSG_NOSIGNAL);
 }
 
-/* Receives into @iov with the fds in @fds (at most RDPM_MSG_MAX_FDS, the
- * rest closed: no sender here sends more); recvmsg's result. */
-static ssize_t recv_fds(int s, struct iovec *iov, int niov, int *fds, unsigned int *nfds,
-			int *msg_flags, int flags)
+ssize_t rdpm_recv_fds(int s, struct iovec *iov, int niov, int *fds, unsigned int *nfds,
+		      int *msg_flags, int flags)
 {
 	union {
 		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
@@ -242,7 +240,7 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	unsigned int nfds, npass = 0, ndrop = 0;
 	struct iovec in = { buf, sizeof(buf) }, out[3];
 	int flags;
-	ssize_t n = recv_fds(c, &in, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+	ssize_t n = rdpm_recv_fds(c, &in, 1, fds, &nfds, &flags, MSG_DONTWAIT);
 
 	a.n = n < 0 ? -errno : (int32_t)n;
 	a.flags = (uint32_t)flags;
@@ -288,7 +286,7 @@ static void closer_loop(int s)
 		struct iovec iov = { &r, sizeof(r) };
 		uint32_t closed = nheld;
 		int flags;
-		ssize_t n = recv_fds(s, &iov, 1, fds, &nfds, &flags, 0);
+		ssize_t n = rdpm_recv_fds(s, &iov, 1, fds, &nfds, &flags, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -693,7 +691,7 @@ void rdpm_closer_event(uint32_t events)
 		int fds[RDPM_MSG_MAX_FDS], flags;
 		unsigned int nfds;
 		struct answer a;
-		ssize_t n = recv_fds(sock, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+		ssize_t n = rdpm_recv_fds(sock, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			break;

@@ -62,6 +62,12 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid);
  * its socket, within the uid's share (1/4 of the queue) and outside the
  * admins' reserve unless @admin. */
 bool rdpm_closer_may_read(uid_t uid, bool admin);
+/* recvmsg() of @s into @iov with the fds passed in @fds, *@nfds of them
+ * (at most RDPM_MSG_MAX_FDS, the kernel's limit; any beyond are closed),
+ * MSG_CMSG_CLOEXEC added to @flags; its msg_flags in *@msg_flags. */
+struct iovec;
+ssize_t rdpm_recv_fds(int s, struct iovec *iov, int niov, int *fds, unsigned int *nfds,
+		      int *msg_flags, int flags);
 /* Whether fds are closed at once by the caller (RDPM_CLOSER_DIRECT): the
  * caller then reads client messages itself. */
 bool rdpm_closer_direct(void);
