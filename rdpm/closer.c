@@ -19,8 +19,10 @@
  * rdpmd kills it and forks another, at most CLOSER_RESTARTS a minute; the
  * uid whose files it was closing gets a strike, and a uid with
  * CLOSER_STRIKES in a minute has its messages with fds left unread until
- * the minute ends. Only when no process can be forked does a thread of
- * rdpmd do the helper's work, the last resort.
+ * the minute ends. When no helper can be forked, rdpmd tries again after
+ * 100 ms, doubling up to 10 s: meanwhile fds wait in the ring and messages
+ * with fds stay unread. Never in a thread of its own, as its closes would
+ * block rdpmd's exit and stay blocked.
  *
  * Fds not yet sent wait in a ring, counted per uid: a uid over its share
  * of the ring is not read until its fds went (rdpm_closer_may_read), while
@@ -28,7 +30,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -43,8 +44,8 @@
 
 #define CLOSER_STALL_MS		1000	/* work this long, no answer: killed */
 #define CLOSER_RESTARTS		10	/* helpers forked per minute at most */
-#define CLOSER_FORK_TRIES	3	/* failed forks in a row before the thread */
-#define CLOSER_RETRY_MS		100	/* no helper: the next try */
+#define CLOSER_RETRY_MS		100	/* no helper: the next try, doubling */
+#define CLOSER_RETRY_MAX_MS	10000
 #define CLOSER_READS		16	/* messages the helper is reading at most */
 #define CLOSER_STRIKES		2	/* helpers stalled by one uid in a minute */
 #define CLOSER_STRUCK		16	/* uids with strikes remembered */
@@ -105,7 +106,7 @@ static struct {
 
 static enum rdpm_closer_mode mode;
 static int sock = -1;			/* rdpmd's end; -1: no helper */
-static pid_t helper = -1;		/* -1: the fallback thread (or none) */
+static pid_t helper = -1;		/* -1: none */
 static unsigned int inflight;		/* sent, not yet acknowledged */
 static unsigned int dropping;		/* a read's fds the helper is closing */
 static uid_t dropping_uid;
@@ -113,6 +114,7 @@ static bool go_owed;			/* fds sent and no message after them yet */
 static uint64_t progress_at;		/* the last answer, or the first work sent */
 static uint64_t window_at, retry_at;	/* the restarts' minute; the next fork */
 static unsigned int restarts, fork_fails;
+static uint64_t retry_ms = CLOSER_RETRY_MS;
 static uint64_t kills;
 
 /* The index of @uid in users, added (with @add) if missing; -1: none. */
@@ -271,7 +273,7 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 }
 
 /*
- * The helper (or the fallback thread), until rdpmd's end closes. The fds
+ * The helper, until rdpmd's end closes. The fds
  * of an OP_CLOSE are closed only when the next request comes: rdpmd sends
  * that one after closing its own copies, so that its close is never the
  * last (the helper's may block, and rdpmd kills it then).
@@ -340,55 +342,29 @@ static __attribute__((noreturn)) void helper_main(int s, pid_t parent)
 	_exit(0);
 }
 
-static void *thread_main(void *arg)
-{
-	closer_loop((int)(intptr_t)arg);
-	return NULL;
-}
-
-/*
- * A new helper process; with @thread instead a thread of rdpmd (the last
- * resort: nothing can stop a close that blocks there). 0 or -errno.
- */
-static int helper_start(bool thread)
+/* A new helper process; 0 or -errno. */
+static int helper_start(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ring };
 	pid_t parent = getpid(), pid;
-	sigset_t all, old;
-	pthread_t t;
 	int sv[2], err;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	if (thread) {
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		err = pthread_create(&t, NULL, thread_main, (void *)(intptr_t)sv[1]);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (err) {
-			close(sv[0]);
-			close(sv[1]);
-			return -err;
-		}
-		pthread_detach(t);
-		pid = -1;
-	} else {
-		pid = fork();
-		if (!pid)
-			helper_main(sv[1], parent);
-		err = errno;
-		/* rdpmd never holds the helper's end: fds in flight die with the helper. */
-		close(sv[1]);
-		if (pid < 0) {
-			close(sv[0]);
-			return -err;
-		}
+	pid = fork();
+	if (!pid)
+		helper_main(sv[1], parent);
+	err = errno;
+	/* rdpmd never holds the helper's end: fds in flight die with the helper. */
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return -err;
 	}
 	if (rdpmd.epfd > 0 && epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, sv[0], &ev)) {
 		err = errno;
 		close(sv[0]);
-		if (pid > 0)
-			kill(pid, SIGKILL);
+		kill(pid, SIGKILL);
 		return -err;
 	}
 	sock = sv[0];
@@ -467,23 +443,19 @@ static void helper_ensure(uint64_t now)
 		retry_at = window_at + 60000;
 		return;
 	}
-	err = helper_start(false);
+	err = helper_start();
 	if (!err) {
 		restarts++;
 		fork_fails = 0;
+		retry_ms = CLOSER_RETRY_MS;
 		return;
 	}
-	retry_at = now + CLOSER_RETRY_MS;
-	if (++fork_fails < CLOSER_FORK_TRIES) {
-		rdpm_log(LOG_WARNING, "cannot start a closer helper: %s", strerror(-err));
-		return;
-	}
-	rdpm_log(LOG_ERR, "cannot start a closer helper %u times (%s): closing passed fds in a "
-		 "thread of rdpmd instead, the last resort: a client's file whose close blocks "
-		 "stops it for good", fork_fails, strerror(-err));
-	err = helper_start(true);
-	if (err)
-		rdpm_log(LOG_ERR, "cannot start the closer thread either: %s", strerror(-err));
+	if (!fork_fails++)
+		rdpm_log(LOG_ERR, "cannot start a closer helper: %s; trying again, every %u ms at "
+			 "most: meanwhile passed fds wait and messages with fds are not read",
+			 strerror(-err), CLOSER_RETRY_MAX_MS);
+	retry_at = now + retry_ms;
+	retry_ms = retry_ms * 2 > CLOSER_RETRY_MAX_MS ? CLOSER_RETRY_MAX_MS : retry_ms * 2;
 }
 
 /* Work went to an idle helper: the watchdog's second starts now. */
@@ -550,7 +522,7 @@ int rdpm_closer_start(enum rdpm_closer_mode m)
 		return 0;
 	window_at = rdpm_now_ms();
 	restarts = 1;
-	return helper_start(false);
+	return helper_start();
 }
 
 bool rdpm_closer_direct(void)
