@@ -1342,11 +1342,12 @@ static void client_handle(struct client *c, const char *buf, ssize_t n, int flag
 			  nfds ? " (the file descriptor attached was closed)" : "");
 	} else if (nfds && fds[0] < 0) {
 		/* What rdpmd never takes into its own fd table (closer.c). */
-		bool steer = m.hdr.type == RDPM_STEER;
-
-		reply_err(c, &m.hdr, steer ? -ENOTSOCK : -EBADF, "the fd attached is not a %s "
-			  "(it is %s)", steer ? "TCP socket" : "dma-buf",
-			  rdpm_fd_class_name(kind[0]));
+		if (m.hdr.type == RDPM_REGISTER)
+			reply_err(c, &m.hdr, -EBADF, "the fd attached is not a dma-buf (it is %s)",
+				  rdpm_fd_class_name(kind[0]));
+		else
+			reply_err(c, &m.hdr, -ENOTSOCK, "the file descriptor attached is not a TCP "
+				  "socket (it is %s)", rdpm_fd_class_name(kind[0]));
 	} else {
 		switch (m.hdr.type) {
 		case RDPM_HELLO: do_hello(c, &m); break;
