@@ -111,6 +111,7 @@ static unsigned int inflight;		/* sent, not yet acknowledged */
 static unsigned int dropping;		/* a read's fds the helper is closing */
 static uid_t dropping_uid;
 static bool go_owed;			/* fds sent and no message after them yet */
+static bool dying;			/* helper_lost: nothing is sent */
 static uint64_t progress_at;		/* the last answer, or the first work sent */
 static uint64_t window_at, retry_at;	/* the restarts' minute; the next fork */
 static unsigned int restarts, fork_fails;
@@ -374,10 +375,30 @@ static int helper_start(void)
 	return 0;
 }
 
+static bool take_answers(void);
+
+/* Fds rdpmd got from the helper and must not close itself: queued again. */
+static void park(const int *fds, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		if (count + inflight < RING) {
+			ring[(head + count++) % RING] = (struct queued){ fds[i], (uid_t)-1 };
+			users[user_find((uid_t)-1, true)].n++;
+		} else {
+			close(fds[i]);	/* never: the ring has room for what is in flight */
+		}
+	}
+}
+
 /* The helper is gone (killed, or died): what it held went with it, and
  * the messages it was reading: their clients are disconnected. */
 static void helper_lost(void)
 {
+	/* Closing rdpmd's end would release the fds in answers not read yet,
+	 * in rdpmd: they are taken first, and nothing new is sent. */
+	dying = true;
+	take_answers();
+	dying = false;
 	close(sock);
 	sock = -1;
 	helper = -1;
@@ -476,6 +497,8 @@ static void pump(void)
 	struct request r = { .op = OP_CLOSE };
 	struct iovec iov = { &r, sizeof(r) };
 
+	if (dying)
+		return;
 	while (count && sock >= 0 && inflight < RDPM_CLOSER_INFLIGHT) {
 		int fds[RDPM_MSG_MAX_FDS];
 		unsigned int n = 0;
@@ -653,25 +676,29 @@ static bool answer_read(const struct answer *a, const char *buf, size_t len, int
 	return true;
 }
 
-void rdpm_closer_event(uint32_t events)
+/*
+ * Takes the answers waiting on the helper's socket; false: it hung up or
+ * broke the protocol. Whatever fds came are rdpmd's to hand on: a socket
+ * among them may linger on its last close, so none is closed here.
+ */
+static bool take_answers(void)
 {
 	static char buf[ANSWER_MAX];
-	bool lost = false;
 
-	while (sock >= 0) {
+	for (;;) {
 		struct iovec iov = { buf, sizeof(buf) };
 		int fds[RDPM_MSG_MAX_FDS], flags;
 		unsigned int nfds;
 		struct answer a;
 		ssize_t n = rdpm_recv_fds(sock, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			break;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
 		if (n < (ssize_t)sizeof(a) || (flags & (MSG_TRUNC | MSG_CTRUNC))) {
-			for (unsigned int i = 0; i < nfds; i++)
-				close(fds[i]);
-			lost = true;
-			break;
+			park(fds, nfds);
+			return false;
 		}
 		memcpy(&a, buf, sizeof(a));
 		progress_at = rdpm_now_ms();
@@ -679,12 +706,16 @@ void rdpm_closer_event(uint32_t events)
 		if (a.op == ANS_DONE && !nfds) {
 			dropping -= a.dropped < dropping ? a.dropped : dropping;
 		} else if (a.op != ANS_READ || !answer_read(&a, buf, (size_t)n, fds, nfds)) {
-			for (unsigned int i = 0; i < nfds; i++)
-				close(fds[i]);
-			lost = true;
-			break;
+			park(fds, nfds);
+			return false;
 		}
 	}
+}
+
+void rdpm_closer_event(uint32_t events)
+{
+	bool lost = sock >= 0 && !take_answers();
+
 	if (sock >= 0 && (lost || (events & (EPOLLHUP | EPOLLERR)))) {
 		rdpm_log(LOG_WARNING, "closer helper pid %d died; starting another", helper);
 		if (helper > 0)
@@ -739,8 +770,10 @@ void rdpm_closer_stop(void)
 		usleep(10000);
 		rdpm_closer_tick();
 	}
-	if (sock >= 0)
+	if (sock >= 0) {
+		take_answers();
 		close(sock);	/* the helper sees the end and exits */
+	}
 	sock = -1;
 	if (helper > 0 && (count || busy()))
 		kill(helper, SIGKILL);
