@@ -357,6 +357,7 @@ unsigned int rdpmd_drop(struct client *c, struct rdpm_nic *n, uint32_t event)
 }
 
 static void listener_arm(bool on);
+static bool close_if_empty(int fd);
 
 /*
  * Closes @c's connection and releases what it holds. The socket goes to the
@@ -371,10 +372,12 @@ static bool client_close(struct client *c, bool now)
 	unsigned int nb;
 
 	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	if (rdpm_closer_push(&c->fd, 1, c->uid)) {
+	if (close_if_empty(c->fd)) {
+		/* nothing of the client's went with it */
+	} else if (rdpm_closer_push(&c->fd, 1, c->uid)) {
 		rdpmd.counters.fds_closed++;
 	} else if (now) {
-		close(c->fd);
+		rdpm_closer_keep(&c->fd, 1, c->uid);	/* closed by rdpmd's exit */
 	} else {
 		close_pending = true;
 		return false;
@@ -1025,6 +1028,7 @@ static void status_counters(struct buf *o, bool json)
 		{ "refused_joins", k->refused_joins },
 		{ "closer_full", k->closer_full },
 		{ "closer_struck", k->closer_struck },
+		{ "fds_kept", k->fds_kept },
 		{ "fds_closed", k->fds_closed },
 		{ "closer_pending", rdpm_closer_pending() },
 		{ "closer_inflight", rdpm_closer_inflight() },
@@ -1248,22 +1252,42 @@ static void do_reload(struct client *c, const struct rdpm_msg *m)
 	send_msg(c, RDPM_RELOAD | RDPM_REPLY, m->hdr.id, NULL, 0);
 }
 
-/*
- * Hands @n fds a client of @uid passed to the closer. Room was checked
- * before they were received (client_read); should there be none, closing
- * here is the last resort (counted, never expected).
- */
 /* Connections closed before their credentials are known. */
 #define UNKNOWN_UID	((uid_t)-1)
 
+/* Hands @n fds a client of @uid passed to the closer (closer.c): rdpmd
+ * never closes a client's file itself. */
 static void drop_fds(const int *fds, unsigned int n, uid_t uid)
 {
 	if (!n)
 		return;
 	rdpmd.counters.fds_closed += n;
 	if (!rdpm_closer_push(fds, n, uid))
-		for (unsigned int i = 0; i < n; i++)
-			close(fds[i]);
+		rdpm_closer_keep(fds, n, uid);
+}
+
+/*
+ * Closes client socket @fd here when nothing waits in it: shut down first,
+ * so that the peer cannot queue more (its sends get EPIPE), then peeked;
+ * the last close of an empty unix socket releases no file of anyone's.
+ * false: messages wait (with files, maybe), it is for the closer.
+ */
+static bool close_if_empty(int fd)
+{
+	char byte;
+
+	shutdown(fd, SHUT_RDWR);
+	if (recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || errno != EAGAIN)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* Closes a connection refused before it was served. */
+static void refuse_fd(int fd, uid_t uid)
+{
+	if (!close_if_empty(fd))
+		drop_fds(&fd, 1, uid);
 }
 
 /* Stops reading @c while its uid has its share of the closer queue, or
@@ -1434,8 +1458,8 @@ static struct client *client_by_serial(uint64_t serial)
 	return NULL;
 }
 
-void rdpmd_client_read_done(uint64_t token, int n, int flags, const char *data, const int *fds,
-			    const uint8_t *kind, unsigned int nfds)
+void rdpmd_client_read_done(uint64_t token, uid_t uid, int n, int flags, const char *data,
+			    const int *fds, const uint8_t *kind, unsigned int nfds)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 	struct client *c = client_by_serial(token);
@@ -1445,7 +1469,7 @@ void rdpmd_client_read_done(uint64_t token, int n, int flags, const char *data, 
 	if (!c) {
 		for (unsigned int i = 0; i < nfds; i++)
 			if (mine[i] >= 0)
-				drop_fds(&mine[i], 1, UNKNOWN_UID);
+				drop_fds(&mine[i], 1, uid);
 		return;
 	}
 	c->reading = false;
@@ -1461,18 +1485,17 @@ void rdpmd_client_read_done(uint64_t token, int n, int flags, const char *data, 
 	client_handle(c, data, n < 0 ? -1 : n, flags, mine, kind, nfds);
 }
 
-void rdpmd_client_read_lost(uint64_t token)
+void rdpmd_client_read_again(uint64_t token)
 {
-	static struct rdpm_bucket rl;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 	struct client *c = client_by_serial(token);
 
 	if (!c)
 		return;
 	c->reading = false;
-	c->dead = true;
-	close_pending = true;
-	rdpm_log_limited(&rl, LOG_NOTICE, "client pid %d uid %u: the files its message carried "
-			 "stalled the closer helper: disconnecting", c->pid, c->uid);
+	ev.data.ptr = c;
+	if (!c->dead && epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, c->fd, &ev))
+		c->dead = true;
 }
 
 static void listener_arm(bool on)
@@ -1508,7 +1531,7 @@ static void accept_no_fds(int err)
 		close(spare_fd);
 		fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
-			drop_fds(&fd, 1, UNKNOWN_UID);
+			refuse_fd(fd, UNKNOWN_UID);
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (fd >= 0) {
@@ -1597,7 +1620,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 	int force = 1 << 20;
 
 	if (!c) {
-		drop_fds(&fd, 1, cr->uid);
+		refuse_fd(fd, cr->uid);
 		return false;
 	}
 	c->fd = fd;
@@ -1611,7 +1634,7 @@ bool rdpmd_client_add(int fd, const struct ucred *cr)
 	ev.data.ptr = c;
 	if (!admit(c) || epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		/* Whatever it sent before accept goes with it, in the closer. */
-		drop_fds(&fd, 1, cr->uid);
+		refuse_fd(fd, cr->uid);
 		free(c);
 		return false;
 	}
@@ -1634,7 +1657,7 @@ static void accept_one(int fd)
 
 		rdpmd.counters.refused_no_creds++;
 		rdpm_log_limited(&rl, LOG_WARNING, "refusing a connection: no peer credentials (%m)");
-		drop_fds(&fd, 1, UNKNOWN_UID);
+		refuse_fd(fd, UNKNOWN_UID);
 		return;
 	}
 	rdpmd_client_add(fd, &cr);

@@ -48,7 +48,11 @@
 #define CLOSER_RETRY_MAX_MS	10000
 #define CLOSER_READS		16	/* messages the helper is reading at most */
 #define CLOSER_STRIKES		2	/* helpers stalled by one uid in a minute */
+#define CLOSER_BUSY_MS		1000	/* helper time one uid may take a minute */
 #define CLOSER_STRUCK		16	/* uids with strikes remembered */
+#define CLOSER_KILLED		16	/* killed helpers not reaped yet, remembered */
+#define CLOSER_KILLED_PER_UID	2	/* one uid's killed helpers still alive */
+#define HELD			RDPM_CLOSER_HELD	/* struck uids' fds held back */
 /* One message's fds and the socket they came on. */
 #define MSG_ROOM		(RDPM_MSG_MAX_FDS + 1)
 #define SHARE			(RDPM_CLOSER_SLOTS / 4)
@@ -91,7 +95,7 @@ static unsigned int tail, head, count;	/* oldest sent; next to send; queued */
 static struct {
 	uid_t uid;
 	unsigned int n;
-} users[RING];				/* queued fds per uid, n > 0 */
+} users[RING + HELD];			/* queued or held fds per uid, n > 0 */
 static unsigned int nusers;
 static struct {
 	uint64_t token;
@@ -100,9 +104,17 @@ static struct {
 static unsigned int rhead, rcount;
 static struct {
 	uid_t uid;
-	unsigned int n;
+	unsigned int n;			/* stalls this minute */
+	uint64_t busy_ms;		/* helper time taken this minute */
 	uint64_t since;
 } struck[CLOSER_STRUCK];
+static struct {
+	pid_t pid;
+	uid_t uid;
+} killed[CLOSER_KILLED];		/* pid 0: free */
+/* A struck uid's fds: kept here, not sent, until its minute ends. */
+static struct queued held[HELD];
+static unsigned int nheld;
 
 static enum rdpm_closer_mode mode;
 static int sock = -1;			/* rdpmd's end; -1: no helper */
@@ -112,6 +124,7 @@ static unsigned int dropping;		/* a read's fds the helper is closing */
 static uid_t dropping_uid;
 static bool go_owed;			/* fds sent and no message after them yet */
 static bool dying;			/* helper_lost: nothing is sent */
+static bool send_full;			/* the helper's socket was full: wait for an answer */
 static uint64_t progress_at;		/* the last answer, or the first work sent */
 static uint64_t window_at, retry_at;	/* the restarts' minute; the next fork */
 static unsigned int restarts, fork_fails;
@@ -144,14 +157,12 @@ static bool busy(void)
 	return inflight || rcount || dropping;
 }
 
-/* A stalled helper was closing files of @uid: one strike more. */
-static void strike(uid_t uid)
+/* @uid's entry of struck, its minute started anew when over; NULL: none. */
+static unsigned int blame_slot(uid_t uid)
 {
 	uint64_t now = rdpm_now_ms();
 	unsigned int i, old = 0;
 
-	if (uid == (uid_t)-1)
-		return;
 	for (i = 0; i < CLOSER_STRUCK && struck[i].uid != uid; i++)
 		if (struck[i].since < struck[old].since)
 			old = i;
@@ -159,16 +170,59 @@ static void strike(uid_t uid)
 		i = i == CLOSER_STRUCK ? old : i;
 		struck[i].uid = uid;
 		struck[i].n = 0;
+		struck[i].busy_ms = 0;
 		struck[i].since = now;
 	}
+	return i;
+}
+
+/* The helper stalled on files of @uid (or they took it CLOSER_BUSY_MS this
+ * minute): one strike more. */
+static void strike(uid_t uid)
+{
+	unsigned int i;
+
+	if (uid == (uid_t)-1)
+		return;
+	i = blame_slot(uid);
 	if (++struck[i].n == CLOSER_STRIKES)
-		rdpm_log(LOG_WARNING, "uid %u: its files stalled the closer helper %u times "
-			 "within a minute: its messages with fds are not read for the rest "
-			 "of that minute", uid, struck[i].n);
+		rdpm_log(LOG_WARNING, "uid %u: its files held up the closer helper %u times "
+			 "within a minute: its fds are held back and its messages with fds "
+			 "not read for the rest of that minute", uid, struck[i].n);
+}
+
+/* The helper spent @ms on files of @uid. */
+static void charge(uid_t uid, uint64_t ms)
+{
+	unsigned int i;
+
+	if (uid == (uid_t)-1 || !ms)
+		return;
+	i = blame_slot(uid);
+	struck[i].busy_ms += ms;
+	if (struck[i].busy_ms >= CLOSER_BUSY_MS) {
+		struck[i].busy_ms = 0;
+		strike(uid);
+	}
+}
+
+/* Killed helpers of @uid's blame that have not exited yet (a FUSE flush
+ * keeps a killed process until its server answers). */
+static unsigned int killed_alive(uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < CLOSER_KILLED; i++)
+		n += killed[i].pid && killed[i].uid == uid;
+	return n;
 }
 
 bool rdpm_closer_struck(uid_t uid)
 {
+	if (uid == (uid_t)-1)
+		return false;
+	if (killed_alive(uid) >= CLOSER_KILLED_PER_UID)
+		return true;
 	for (unsigned int i = 0; i < CLOSER_STRUCK; i++)
 		if (struck[i].uid == uid && struck[i].n >= CLOSER_STRIKES &&
 		    rdpm_now_ms() < struck[i].since + 60000)
@@ -239,7 +293,7 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	struct answer a = { .op = ANS_READ, .closed = closed, .token = token };
 	uint8_t kind[RDPM_MSG_MAX_FDS];
 	char buf[RDPM_MAX_MSG];
-	int fds[RDPM_MSG_MAX_FDS], pass[RDPM_MSG_MAX_FDS], drop[RDPM_MSG_MAX_FDS];
+	int fds[RDPM_MSG_MAX_FDS], pass[1], drop[RDPM_MSG_MAX_FDS];
 	unsigned int nfds, npass = 0, ndrop = 0;
 	struct iovec in = { buf, sizeof(buf) }, out[3];
 	int flags;
@@ -248,9 +302,10 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	a.n = n < 0 ? -errno : (int32_t)n;
 	a.flags = (uint32_t)flags;
 	a.nfds = nfds;
+	/* No request takes more than one fd: rdpmd gets at most that one. */
 	for (unsigned int i = 0; i < nfds; i++) {
 		kind[i] = (uint8_t)rdpm_fd_class(fds[i]);
-		if (kind[i] == RDPM_FD_DMABUF || kind[i] == RDPM_FD_SOCKET)
+		if (nfds == 1 && (kind[i] == RDPM_FD_DMABUF || kind[i] == RDPM_FD_SOCKET))
 			pass[npass++] = fds[i];
 		else
 			drop[ndrop++] = fds[i];
@@ -376,17 +431,27 @@ static int helper_start(void)
 }
 
 static bool take_answers(void);
+static void pump(void);
 
-/* Fds rdpmd got from the helper and must not close itself: queued again. */
-static void park(const int *fds, unsigned int n)
+/*
+ * Queues @n fds of @uid whatever the limits: rdpmd must not close them
+ * itself (a socket among them may linger). The ring's storage has room
+ * beyond RDPM_CLOSER_SLOTS for what is in flight; past even that an fd
+ * stays open in rdpmd, counted (never expected: each read passes at most
+ * one fd).
+ */
+void rdpm_closer_keep(const int *fds, unsigned int n, uid_t uid)
 {
 	for (unsigned int i = 0; i < n; i++) {
-		if (count + inflight < RING) {
-			ring[(head + count++) % RING] = (struct queued){ fds[i], (uid_t)-1 };
-			users[user_find((uid_t)-1, true)].n++;
+		if (rdpm_closer_struck(uid) && nheld < HELD) {
+			held[nheld++] = (struct queued){ fds[i], uid };
+		} else if (count + inflight < RING) {
+			ring[(head + count++) % RING] = (struct queued){ fds[i], uid };
 		} else {
-			close(fds[i]);	/* never: the ring has room for what is in flight */
+			rdpmd.counters.fds_kept++;
+			continue;
 		}
+		users[user_find(uid, true)].n++;
 	}
 }
 
@@ -406,13 +471,17 @@ static void helper_lost(void)
 	inflight = 0;
 	dropping = 0;
 	go_owed = false;
+	/* The helper stalls only in closes, never in a read: a read not
+	 * answered was not started, its message still waits in the client's
+	 * socket. */
 	while (rcount) {
 		uint64_t token = reads[rhead].token;
 
 		rhead = (rhead + 1) % CLOSER_READS;
 		rcount--;
-		rdpmd_client_read_lost(token);
+		rdpmd_client_read_again(token);
 	}
+	send_full = false;
 }
 
 /* A helper that stalled: the uid whose files it was closing gets a strike. */
@@ -421,8 +490,7 @@ static void helper_kill(const char *why)
 	static uint64_t log_at;
 	static unsigned int unlogged;
 	uint64_t now = rdpm_now_ms();
-	uid_t uid = dropping ? dropping_uid : inflight ? ring[tail].uid :
-		    rcount ? reads[rhead].uid : (uid_t)-1;
+	uid_t uid = dropping ? dropping_uid : inflight ? ring[tail].uid : (uid_t)-1;
 
 	kills++;
 	if (log_at && now < log_at + 1000) {
@@ -436,14 +504,25 @@ static void helper_kill(const char *why)
 	}
 	strike(uid);
 	kill(helper, SIGKILL);
+	for (unsigned int i = 0; i < CLOSER_KILLED; i++) {
+		if (!killed[i].pid) {
+			killed[i].pid = helper;
+			killed[i].uid = uid;
+			break;
+		}
+	}
 	helper_lost();
 }
 
 /* Reaps dead helpers (rdpmd has no other children). */
 static void reap(void)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		for (unsigned int i = 0; i < CLOSER_KILLED; i++)
+			if (killed[i].pid == pid)
+				killed[i].pid = 0;
 }
 
 /* Forks a helper when there is none, within the restart budget. */
@@ -511,8 +590,10 @@ static void pump(void)
 		}
 		if (send_fds(sock, &iov, 1, fds, n, MSG_DONTWAIT) < 0) {
 			if (errno == EAGAIN || errno == ENOBUFS || errno == ETOOMANYREFS ||
-			    errno == EINTR)
+			    errno == EINTR) {
+				send_full = true;
 				return;		/* an answer or the watchdog comes */
+			}
 			rdpm_log(LOG_WARNING, "closer helper pid %d: %m; starting another",
 				 helper);
 			if (helper > 0)
@@ -562,10 +643,16 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid)
 			close(fds[i]);
 		return true;
 	}
-	if (n > RDPM_CLOSER_SLOTS - count)
-		return false;
 	if (!n)
 		return true;
+	if (rdpm_closer_struck(uid)) {
+		if (n > HELD - nheld)
+			return false;
+		rdpm_closer_keep(fds, n, uid);
+		return true;
+	}
+	if (n > RDPM_CLOSER_SLOTS - count)
+		return false;
 	mine = user_find(uid, true);
 	for (unsigned int i = 0; i < n; i++)
 		ring[(head + count++) % RING] = (struct queued){ fds[i], uid };
@@ -576,7 +663,7 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid)
 
 bool rdpm_closer_can_read(void)
 {
-	return sock >= 0 && rcount < CLOSER_READS;
+	return sock >= 0 && rcount < CLOSER_READS && !send_full;
 }
 
 bool rdpm_closer_read(int fd, uint64_t token, uid_t uid)
@@ -589,8 +676,10 @@ bool rdpm_closer_read(int fd, uint64_t token, uid_t uid)
 		helper_ensure(rdpm_now_ms());
 	if (!rdpm_closer_can_read())
 		return false;
-	if (send_fds(sock, &iov, 1, &fd, 1, MSG_DONTWAIT) < 0)
-		return false;		/* full: an answer or the watchdog comes */
+	if (send_fds(sock, &iov, 1, &fd, 1, MSG_DONTWAIT) < 0) {
+		send_full = true;	/* an answer or the watchdog comes */
+		return false;
+	}
 	reads[(rhead + rcount) % CLOSER_READS].token = token;
 	reads[(rhead + rcount) % CLOSER_READS].uid = uid;
 	rcount++;
@@ -616,7 +705,7 @@ unsigned int rdpm_closer_room(void)
 
 unsigned int rdpm_closer_pending(void)
 {
-	return count + inflight + dropping;
+	return count + nheld + inflight + dropping;
 }
 
 unsigned int rdpm_closer_inflight(void)
@@ -656,7 +745,7 @@ static bool answer_read(const struct answer *a, const char *buf, size_t len, int
 	    len != sizeof(*a) + a->nfds + body || body > RDPM_MAX_MSG)
 		return false;
 	for (unsigned int i = 0; i < a->nfds; i++) {
-		if (kind[i] == RDPM_FD_DMABUF || kind[i] == RDPM_FD_SOCKET) {
+		if (a->nfds == 1 && (kind[i] == RDPM_FD_DMABUF || kind[i] == RDPM_FD_SOCKET)) {
 			if (used == nfds)
 				return false;
 			all[i] = fds[used++];
@@ -671,8 +760,8 @@ static bool answer_read(const struct answer *a, const char *buf, size_t len, int
 	dropping += ndrop;
 	rhead = (rhead + 1) % CLOSER_READS;
 	rcount--;
-	rdpmd_client_read_done(a->token, a->n, (int)a->flags, (const char *)kind + a->nfds, all,
-			       kind, a->nfds);
+	rdpmd_client_read_done(a->token, dropping_uid, a->n, (int)a->flags,
+			       (const char *)kind + a->nfds, all, kind, a->nfds);
 	return true;
 }
 
@@ -690,6 +779,7 @@ static bool take_answers(void)
 		int fds[RDPM_MSG_MAX_FDS], flags;
 		unsigned int nfds;
 		struct answer a;
+		uint64_t now;
 		ssize_t n = rdpm_recv_fds(sock, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
@@ -697,16 +787,23 @@ static bool take_answers(void)
 		if (n < 0 && errno == EAGAIN)
 			return true;
 		if (n < (ssize_t)sizeof(a) || (flags & (MSG_TRUNC | MSG_CTRUNC))) {
-			park(fds, nfds);
+			rdpm_closer_keep(fds, nfds, (uid_t)-1);
 			return false;
 		}
 		memcpy(&a, buf, sizeof(a));
-		progress_at = rdpm_now_ms();
+		now = rdpm_now_ms();
+		/* The time since the last answer went to what this one reports. */
+		if (a.op == ANS_DONE && a.dropped)
+			charge(dropping_uid, now - progress_at);
+		else if (a.closed && inflight)
+			charge(ring[tail].uid, now - progress_at);
+		progress_at = now;
+		send_full = false;
 		acked(a.closed);
 		if (a.op == ANS_DONE && !nfds) {
 			dropping -= a.dropped < dropping ? a.dropped : dropping;
 		} else if (a.op != ANS_READ || !answer_read(&a, buf, (size_t)n, fds, nfds)) {
-			park(fds, nfds);
+			rdpm_closer_keep(fds, nfds, (uid_t)-1);
 			return false;
 		}
 	}
@@ -744,6 +841,20 @@ int rdpm_closer_timeout(void)
 	return at <= now ? 0 : (int)(at - now);
 }
 
+/* Held fds whose uid's minute ended go to the ring, in order, as room allows. */
+static void unhold(void)
+{
+	unsigned int kept = 0;
+
+	for (unsigned int i = 0; i < nheld; i++) {
+		if (!rdpm_closer_struck(held[i].uid) && count + inflight < RING)
+			ring[(head + count++) % RING] = held[i];
+		else
+			held[kept++] = held[i];
+	}
+	nheld = kept;
+}
+
 void rdpm_closer_tick(void)
 {
 	uint64_t now = rdpm_now_ms();
@@ -753,6 +864,7 @@ void rdpm_closer_tick(void)
 	reap();
 	if (sock >= 0 && helper > 0 && busy() && now >= progress_at + CLOSER_STALL_MS)
 		helper_kill("answered nothing for a second");
+	unhold();
 	if (sock < 0 && count)
 		helper_ensure(now);
 	pump();

@@ -72,6 +72,8 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
 
 /* Client fds waiting to be sent to the closer helper (closer.c) at most. */
 #define RDPM_CLOSER_SLOTS	1024
+/* Fds of uids the closer holds back (closer.c: struck), at most. */
+#define RDPM_CLOSER_HELD	(RDPM_CLOSER_SLOTS / 4)
 /* Client fds sent to the closer helper and not yet closed, at most: files
  * rdpmd keeps open through the helper (and the socketpair's end). */
 #define RDPM_CLOSER_INFLIGHT	512
@@ -82,7 +84,8 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
  * handle, two per binding (the dma-buf and its netlink socket; a binding
  * takes a reserved queue of its own, so there are at most as many as
  * reserved queues), the few a request holds for a moment and those
- * waiting to be closed (RDPM_CLOSER_SLOTS, RDPM_CLOSER_INFLIGHT).
+ * waiting to be closed (RDPM_CLOSER_SLOTS, RDPM_CLOSER_HELD,
+ * RDPM_CLOSER_INFLIGHT).
  */
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c);
 

@@ -81,6 +81,10 @@ bool rdpm_closer_can_read(void);
 /* Whether @uid's files stalled the helper CLOSER_STRIKES times this minute:
  * its clients' messages with fds are not read then (admins' are). */
 bool rdpm_closer_struck(uid_t uid);
+/* Queues @n fds of @uid whatever the limits (rdpm_closer_push failed): rdpmd
+ * never closes a client's file itself; past all room one stays open,
+ * counted in fds_kept. */
+void rdpm_closer_keep(const int *fds, unsigned int n, uid_t uid);
 /* Queue slots free now (for anyone). */
 unsigned int rdpm_closer_room(void);
 /* Fds not yet closed: queued, or sent to the helper and not acknowledged. */
@@ -188,6 +192,7 @@ struct rdpm_counters {
 	uint64_t refused_joins;		/* max_joins_per_client or _per_user reached */
 	uint64_t closer_full;		/* a client not read: its uid over its closer share */
 	uint64_t closer_struck;		/* a client not read: its uid's files stalled the closer */
+	uint64_t fds_kept;		/* fds left open in rdpmd: no room to queue them (never expected) */
 	uint64_t fds_closed;		/* client fds handed to the closer */
 };
 
@@ -244,10 +249,11 @@ void rdpmd_client_event(void *client, uint32_t events);
  * recvmsg's @n (or -errno) and @flags, the bytes at @data, and @nfds fds,
  * @fds[i] -1 where the helper closed one that was neither a dma-buf nor a
  * socket, @kind[i] what each was (enum rdpm_fd_class). */
-void rdpmd_client_read_done(uint64_t token, int n, int flags, const char *data, const int *fds,
-			    const uint8_t *kind, unsigned int nfds);
-/* The helper died reading for client @token: the message is lost. */
-void rdpmd_client_read_lost(uint64_t token);
+void rdpmd_client_read_done(uint64_t token, uid_t uid, int n, int flags, const char *data,
+			    const int *fds, const uint8_t *kind, unsigned int nfds);
+/* The helper went before reading for client @token: the
+ * message still waits in the client's socket, to be read again. */
+void rdpmd_client_read_again(uint64_t token);
 void rdpmd_clients_reap(void);
 void rdpmd_clients_close_all(void);
 /* Drops every binding of @c (NULL: everyone's) on @n (NULL: all NICs),

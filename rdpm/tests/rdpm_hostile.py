@@ -38,6 +38,16 @@
                                      rdpmd's is the last; then times a new client's
                                      HELLO: prints "hello after S s" (exit 0 when
                                      answered)
+  rdpm_hostile.py lingers UID N PID  as UID, N REGISTERs each passing a socket whose
+                                     close lingers an hour (rdpmd, PID, stopped
+                                     while it is passed, so the closer's copy is
+                                     the last), 1.5 s apart; then one with a pipe:
+                                     prints "answered A of N; then: errno E" or
+                                     "...; then: no reply within 1.0 s"; holds
+                                     the lingering peers 3.5 s after UID's exit
+  rdpm_hostile.py lingers UID N PID S   the same, each socket's peer closed S
+                                     seconds after it was passed (its close
+                                     ends then)
   rdpm_hostile.py lingerflood S N    before HELLO, passes a socket whose close blocks
                                      S seconds (as linger), then N messages of 253
                                      fds; prints "passed F fds in M messages", holds
@@ -523,6 +533,79 @@ def linger(seconds, pid):
     return 0
 
 
+def lingers(uid, n, pid, release=None):
+    """As UID, N REGISTERs each passing a TCP socket whose last close lingers
+    an hour; rdpmd (PID) is stopped while each is passed and the passing
+    copies closed, so the closer's copy is the last. Each waits 1.5 s for
+    the closer's watchdog. Prints "answered A of N; then: ..." for an
+    innocent-looking REGISTER with a pipe after them."""
+    socks = [stuck_socket(3600) for _ in range(n)]
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    child = os.fork()
+    if not child:
+        os.close(from_parent)
+        os.close(to_parent)
+        for _, peer, _ in socks:
+            for p in peer:
+                p.close()                   # the parent's to hold or close
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        s = connect(3.0)
+        say_hello(s)
+        answered = 0
+        for i in range(n):
+            os.write(from_child, b"s")
+            os.read(to_child, 1)            # rdpmd stopped
+            send(s, register_msg(), [socks[i][0].fileno()])
+            socks[i][0].close()
+            os.write(from_child, b"c")
+            os.read(to_child, 1)            # rdpmd running again
+            s.settimeout(1.0)
+            try:
+                if reply(s):
+                    answered += 1
+            except OSError:
+                pass
+            time.sleep(1.5)
+        r, w = os.pipe()
+        s.settimeout(1.0)
+        send(s, register_msg(), [r])
+        try:
+            rep = reply(s)
+            then = "errno %s" % errno.errorcode.get(rep[1], rep[1])
+        except OSError:
+            then = "no reply within 1.0 s"
+        print("answered %d of %d; then: %s" % (answered, n, then), flush=True)
+        os._exit(0)
+    os.close(to_child)
+    os.close(from_child)
+    for t, _, _ in socks:
+        t.close()                           # the child's copies are the passing ones
+    for i in range(n):
+        os.read(to_parent, 1)
+        os.kill(pid, signal.SIGSTOP)
+        os.write(from_parent, b"g")
+        os.read(to_parent, 1)
+        os.kill(pid, signal.SIGCONT)
+        os.write(from_parent, b"g")
+        if release is not None:
+            # Each close ends just before the watchdog's second: no stall.
+            time.sleep(release)
+            for p in socks[i][1]:
+                p.close()
+    _, status = os.waitpid(child, 0)
+    # The child's connection is closed, with the two sockets it still held:
+    # the peers stay for 3.5 s, so that a close of those would block.
+    time.sleep(3.5)
+    if release is None:
+        for _, peer, _ in socks:
+            for p in peer:
+                p.close()
+    return os.waitstatus_to_exitcode(status)
+
+
 def lingerflood(seconds, n):
     """Before any HELLO: a socket whose close blocks SECONDS, then N messages
     of 253 fds each (as many as go without blocking); prints "passed F fds
@@ -661,6 +744,10 @@ def main(argv):
         return status()
     if cmd == "linger" and len(argv) == 4:
         return linger(int(argv[2]), int(argv[3]))
+    if cmd == "lingers" and len(argv) == 5:
+        return lingers(int(argv[2]), int(argv[3]), int(argv[4]))
+    if cmd == "lingers" and len(argv) == 6:
+        return lingers(int(argv[2]), int(argv[3]), int(argv[4]), float(argv[5]))
     if cmd == "lingerflood" and len(argv) == 4:
         return lingerflood(int(argv[2]), int(argv[3]))
     if cmd == "hellos" and len(argv) == 3:
