@@ -1274,10 +1274,25 @@ static void drop_fds(const int *fds, unsigned int n, uid_t uid)
  */
 static bool close_if_empty(int fd)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		struct cmsghdr align;
+	} ctl;
 	char byte;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	int on = 1;
+	ssize_t n;
 
+	/* After the shutdown an empty socket reads as the end (0), and so
+	 * does a 0-byte message: with SO_PASSCRED every message comes with
+	 * its sender's credentials, the end with none. */
 	shutdown(fd, SHUT_RDWR);
-	if (recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || errno != EAGAIN)
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)))
+		return false;
+	n = recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
+	if (n != 0 || mh.msg_controllen || (mh.msg_flags & MSG_CTRUNC))
 		return false;
 	close(fd);
 	return true;

@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -328,29 +329,68 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	return send(s, &a, sizeof(a), MSG_NOSIGNAL) == sizeof(a);
 }
 
+/* Children of the helper closing fds (close_by_exit) at most at once. */
+#define CLOSER_CHILDREN		32
+
 /*
- * The helper, until rdpmd's end closes. The fds
- * of an OP_CLOSE are closed only when the next request comes: rdpmd sends
- * that one after closing its own copies, so that its close is never the
- * last (the helper's may block, and rdpmd kills it then).
+ * Closes @fds so that no close waits. A child holds them while the helper
+ * closes its own copies, then exits with the last references: a task that
+ * exits never waits out SO_LINGER on a TCP socket's last close, and its
+ * release of a unix socket drops the files queued there the same way. Of
+ * what rdpmd sends here (client sockets, dma-bufs, sockets) none has a
+ * flush. Without a child (fork failed, or CLOSER_CHILDREN still exiting)
+ * they are closed here, where rdpmd's watchdog covers a close that waits.
+ */
+static void close_by_exit(const int *fds, unsigned int n)
+{
+	static unsigned int children;
+	int go[2];
+	pid_t pid = -1;
+	char byte;
+
+	while (children && waitpid(-1, NULL, WNOHANG) > 0)
+		children--;
+	if (n && children < CLOSER_CHILDREN && !pipe2(go, O_CLOEXEC)) {
+		pid = fork();
+		if (!pid) {
+			close(go[1]);
+			while (read(go[0], &byte, 1) < 0 && errno == EINTR)
+				;
+			_exit(0);
+		}
+		close(go[0]);
+		if (pid < 0)
+			close(go[1]);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);	/* with a child: its copies keep the files */
+	if (pid > 0) {
+		children++;
+		close(go[1]);	/* the child exits, with the last references */
+	}
+}
+
+/*
+ * The helper, until rdpmd's end closes. The fds of an OP_CLOSE are closed
+ * only when the next request comes: rdpmd sends that one after closing its
+ * own copies, so that its close is never the last.
  */
 static void closer_loop(int s)
 {
-	int held[RDPM_MSG_MAX_FDS], fds[RDPM_MSG_MAX_FDS];
-	unsigned int nheld = 0, nfds;
+	int kept[RDPM_MSG_MAX_FDS], fds[RDPM_MSG_MAX_FDS];
+	unsigned int nkept = 0, nfds;
 
 	for (;;) {
 		struct request r = { 0 };
 		struct iovec iov = { &r, sizeof(r) };
-		uint32_t closed = nheld;
+		uint32_t closed = nkept;
 		int flags;
 		ssize_t n = rdpm_recv_fds(s, &iov, 1, fds, &nfds, &flags, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		for (unsigned int i = 0; i < nheld; i++)
-			close(held[i]);
-		nheld = 0;
+		close_by_exit(kept, nkept);
+		nkept = 0;
 		if (n <= 0)
 			break;
 		if (r.op == OP_READ && nfds == 1) {
@@ -358,8 +398,8 @@ static void closer_loop(int s)
 				break;
 			continue;
 		}
-		memcpy(held, fds, nfds * sizeof(int));
-		nheld = nfds;
+		memcpy(kept, fds, nfds * sizeof(int));
+		nkept = nfds;
 		if (closed) {
 			struct answer a = { .op = ANS_DONE, .closed = closed };
 
@@ -367,8 +407,7 @@ static void closer_loop(int s)
 				break;
 		}
 	}
-	for (unsigned int i = 0; i < nheld; i++)
-		close(held[i]);
+	close_by_exit(kept, nkept);
 }
 
 /* The forked helper: nothing of rdpmd's but its end of the socketpair. */
@@ -464,7 +503,11 @@ static void helper_lost(void)
 	dying = true;
 	take_answers();
 	dying = false;
-	close(sock);
+	/* A killed helper may still finish a send: the next one closes this
+	 * end, by its exit (close_by_exit), and what came with it. */
+	if (rdpmd.epfd > 0)
+		epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, sock, NULL);
+	rdpm_closer_keep(&sock, 1, (uid_t)-1);
 	sock = -1;
 	helper = -1;
 	tail = head;
@@ -651,7 +694,7 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid)
 		rdpm_closer_keep(fds, n, uid);
 		return true;
 	}
-	if (n > RDPM_CLOSER_SLOTS - count)
+	if (count + n > RDPM_CLOSER_SLOTS)
 		return false;
 	mine = user_find(uid, true);
 	for (unsigned int i = 0; i < n; i++)
@@ -700,7 +743,8 @@ bool rdpm_closer_may_read(uid_t uid, bool admin)
 
 unsigned int rdpm_closer_room(void)
 {
-	return RDPM_CLOSER_SLOTS - count;
+	/* rdpm_closer_keep may queue past the limit */
+	return count >= RDPM_CLOSER_SLOTS ? 0 : RDPM_CLOSER_SLOTS - count;
 }
 
 unsigned int rdpm_closer_pending(void)
@@ -884,7 +928,9 @@ void rdpm_closer_stop(void)
 	}
 	if (sock >= 0) {
 		take_answers();
-		close(sock);	/* the helper sees the end and exits */
+		/* The helper sees the end and exits; rdpmd's end goes with rdpmd,
+		 * whose exit never waits on what answers it still holds. */
+		shutdown(sock, SHUT_RDWR);
 	}
 	sock = -1;
 	if (helper > 0 && (count || busy()))

@@ -27,9 +27,10 @@
                                      while a FLUSH waits; prints "errno E after S s:
                                      TEXT; hello after H s; N flush(es) of others
                                      held"; exit 4 when there is no FUSE here
-  rdpm_hostile.py fuseflush UID N    the same N times as UID, each held for 1.8 s,
-                                     then one more REGISTER: "...; then: no reply
-                                     within 1.0 s" (or its answer)
+  rdpm_hostile.py fuseflush UID N [S]  the same N times as UID, each held for 1.8 s
+                                     (answered after S s), then one more REGISTER:
+                                     "...; then: no reply within 1.0 s" (or its
+                                     answer)
   rdpm_hostile.py status             HELLO, STATUS (JSON); prints the text
   rdpm_hostile.py linger SECONDS PID passes rdpmd (PID; with a REGISTER, refused) a
                                      TCP socket whose close blocks SECONDS: SO_LINGER
@@ -344,8 +345,9 @@ class FuseServer(threading.Thread):
     OUT = struct.Struct("=IiQ")
     ATTR = struct.Struct("=QQQQQQIIIIIIIIII")
 
-    def __init__(self):
+    def __init__(self, delay=None):
         super().__init__(daemon=True)
+        self.delay = delay  # answer others' FLUSH after this long instead
         libc = ctypes.CDLL(None, use_errno=True)
         self.mnt = tempfile.mkdtemp()
         self.dev = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
@@ -391,6 +393,8 @@ class FuseServer(threading.Thread):
                     self.answer(unique)
                 else:
                     self.held.append(pid)
+                    if self.delay is not None:
+                        threading.Timer(self.delay, self.answer, (unique,)).start()
             elif op in (18, 29):  # RELEASE, RELEASEDIR
                 self.answer(unique)
             elif op in (2, 36, 42):  # FORGET, INTERRUPT, BATCH_FORGET: no answer
@@ -408,9 +412,9 @@ class FuseServer(threading.Thread):
             pass  # no longer root (fuseflush UID): the caller's TMPDIR goes
 
 
-def fuseflush(uid=None, rounds=1):
+def fuseflush(uid=None, rounds=1, delay=None):
     try:
-        fs = FuseServer()
+        fs = FuseServer(delay)
     except OSError as e:
         print("SKIP: no FUSE mount here: %s" % e)
         return 4
@@ -740,6 +744,8 @@ def main(argv):
         return fuseflush()
     if cmd == "fuseflush" and len(argv) == 4:
         return fuseflush(int(argv[2]), int(argv[3]))
+    if cmd == "fuseflush" and len(argv) == 5:
+        return fuseflush(int(argv[2]), int(argv[3]), float(argv[4]))
     if cmd == "status" and len(argv) == 2:
         return status()
     if cmd == "linger" and len(argv) == 4:
