@@ -914,6 +914,44 @@ void rdpm_closer_tick(void)
 	pump();
 }
 
+/*
+ * At exit, what is still queued or held (and a lost helper's end, and the
+ * answers in it): a child takes it and exits, with the last references,
+ * while rdpmd closes its copies. The release of a client's file can wait
+ * even in an exiting task (a FUSE file with pages to write back): then
+ * the child waits, not rdpmd's exit.
+ */
+static void leave_behind(void)
+{
+	int go[2];
+	pid_t pid;
+	char byte;
+
+	if (!count && !nheld && sock < 0)
+		return;
+	if (pipe2(go, O_CLOEXEC))
+		return;			/* rdpmd's exit takes them */
+	pid = fork();
+	if (!pid) {
+		close(go[1]);
+		while (read(go[0], &byte, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(go[0]);
+	if (pid > 0) {
+		for (unsigned int i = 0; i < count; i++)
+			close(ring[(head + i) % RING].fd);
+		for (unsigned int i = 0; i < nheld; i++)
+			close(held[i].fd);
+		if (sock >= 0)
+			close(sock);
+		count = nheld = 0;
+		sock = -1;
+	}
+	close(go[1]);		/* the child exits */
+}
+
 void rdpm_closer_stop(void)
 {
 	uint64_t end = rdpm_now_ms() + 3000;
@@ -928,10 +966,10 @@ void rdpm_closer_stop(void)
 	}
 	if (sock >= 0) {
 		take_answers();
-		/* The helper sees the end and exits; rdpmd's end goes with rdpmd,
-		 * whose exit never waits on what answers it still holds. */
+		/* The helper sees the end and exits. */
 		shutdown(sock, SHUT_RDWR);
 	}
+	leave_behind();
 	sock = -1;
 	if (helper > 0 && (count || busy()))
 		kill(helper, SIGKILL);

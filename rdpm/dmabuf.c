@@ -12,8 +12,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rdpmd.h"
@@ -64,6 +66,7 @@ const char *rdpm_fd_class_name(unsigned int class)
 {
 	static const char *const names[] = {
 		[RDPM_FD_DMABUF] = "a dma-buf", [RDPM_FD_SOCKET] = "a socket",
+		[RDPM_FD_OTHER_SOCKET] = "a socket other than TCP/IP",
 		[RDPM_FD_FILE] = "a file", [RDPM_FD_PIPE] = "a pipe",
 		[RDPM_FD_ANON] = "an anonymous inode", [RDPM_FD_NONE] = "no file",
 	};
@@ -91,6 +94,8 @@ static int fd_info(int fd, char *info, size_t len)
 enum rdpm_fd_class rdpm_fd_class(int fd)
 {
 	char path[64], link[128], info[2048];
+	int domain = 0, type = 0;
+	socklen_t len = sizeof(int);
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -102,7 +107,15 @@ enum rdpm_fd_class rdpm_fd_class(int fd)
 	if (!strncmp(link, "/dmabuf:", 8) && !fd_info(fd, info, sizeof(info)) &&
 	    strstr(info, "\nexp_name:\t"))
 		return RDPM_FD_DMABUF;
-	return link_class(link);
+	if (link_class(link) != RDPM_FD_SOCKET)
+		return link_class(link);
+	/* Only a TCP/IP stream socket: one of another family may hold files
+	 * in its queue (AF_UNIX) whose release the client controls. */
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
+	    (domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM)
+		return RDPM_FD_OTHER_SOCKET;
+	return RDPM_FD_SOCKET;
 }
 
 int rdpm_dmabuf_check(int fd, char *why, size_t len)

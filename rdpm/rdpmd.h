@@ -147,7 +147,8 @@ int rdpm_dmabuf_check(int fd, char *why, size_t len);
  * (closer.c); the others it names in refusals. */
 enum rdpm_fd_class {
 	RDPM_FD_DMABUF,
-	RDPM_FD_SOCKET,
+	RDPM_FD_SOCKET,		/* TCP/IP stream */
+	RDPM_FD_OTHER_SOCKET,
 	RDPM_FD_FILE,
 	RDPM_FD_PIPE,
 	RDPM_FD_ANON,

@@ -283,6 +283,10 @@ out=$(hostile register file)
 echo "file: $out"
 check "REGISTER with a regular file is refused: not a dma-buf" \
 	grep -q "^errno EBADF .*not a dma-buf" <<< "$out"
+out=$(hostile register unixsock)
+echo "AF_UNIX socket: $out"
+check "REGISTER with an AF_UNIX socket is refused: rdpmd takes only TCP/IP sockets" \
+	grep -q "^errno EBADF .*not a dma-buf (it is a socket other than TCP/IP)$" <<< "$out"
 out=$(hostile register evilname)
 echo "a file named 'x\\n<0>forged': $out"
 check "... refused too, telling the kind of file, not its name" \

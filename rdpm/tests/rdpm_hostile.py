@@ -13,7 +13,7 @@
   rdpm_hostile.py silent SECONDS     connect, say nothing; print "closed after S s"
                                      when rdpmd closes it (exit 0), else exit 1
   rdpm_hostile.py register KIND      HELLO, then REGISTER dtb with an fd of KIND: fifo,
-                                     file, fuse (an O_PATH fd of a FUSE mount whose
+                                     file, unixsock, fuse (an O_PATH fd of a FUSE mount whose
                                      server never answers; run under unshare -m),
                                      rodmabuf / rwdmabuf (a dma-heap buffer opened
                                      read-only / read-write); prints
@@ -293,6 +293,9 @@ def register(kind):
         f = tempfile.TemporaryFile()
         f.write(b"x" * 4096)
         fd = os.dup(f.fileno())
+    elif kind == "unixsock":
+        pair = socket.socketpair()
+        fd = os.dup(pair[0].fileno())
     elif kind == "evilname":
         d = tempfile.mkdtemp()
         path = os.path.join(d, "x\n<0>forged")
