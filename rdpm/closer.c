@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -341,13 +342,38 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
  * flush. Without a child (fork failed, or CLOSER_CHILDREN still exiting)
  * they are closed here, where rdpmd's watchdog covers a close that waits.
  */
-static void close_by_exit(const int *fds, unsigned int n)
+/* Whether the last close of @fd may wait: a TCP socket with SO_LINGER on,
+ * or a unix socket (a client's connection, which may hold files). A
+ * dma-buf's release, or a TCP socket's without linger, never waits. */
+static bool close_may_wait(int fd)
+{
+	struct linger l = { 0 };
+	socklen_t len = sizeof(int);
+	int domain = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len))
+		return false;
+	if (domain != AF_INET && domain != AF_INET6)
+		return true;
+	len = sizeof(l);
+	return getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) || l.l_onoff;
+}
+
+static void close_by_exit(const int *all, unsigned int nall)
 {
 	static unsigned int children;
-	int go[2];
+	int go[2], fds[RDPM_MSG_MAX_FDS];
+	unsigned int n = 0;
 	pid_t pid = -1;
 	char byte;
 
+	/* Most closes cannot wait: those go at once, without a fork. */
+	for (unsigned int i = 0; i < nall; i++) {
+		if (close_may_wait(all[i]))
+			fds[n++] = all[i];
+		else
+			close(all[i]);
+	}
 	while (children && waitpid(-1, NULL, WNOHANG) > 0)
 		children--;
 	if (n && children < CLOSER_CHILDREN && !pipe2(go, O_CLOEXEC)) {
