@@ -342,6 +342,34 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
  * flush. Without a child (fork failed, or CLOSER_CHILDREN still exiting)
  * they are closed here, where rdpmd's watchdog covers a close that waits.
  */
+/*
+ * A child holding a copy of every fd of this process until *@go_w, the
+ * write end of a pipe, is closed; then it exits with them. Its pid, or -1
+ * (no child, *@go_w not set).
+ */
+static pid_t fork_holder(int *go_w)
+{
+	int go[2];
+	pid_t pid;
+	char byte;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(go[1]);
+		while (read(go[0], &byte, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(go[0]);
+	if (pid < 0)
+		close(go[1]);
+	else
+		*go_w = go[1];
+	return pid;
+}
+
 /* Whether the last close of @fd may wait: a TCP socket with SO_LINGER on,
  * or a unix socket (a client's connection, which may hold files). A
  * dma-buf's release, or a TCP socket's without linger, never waits. */
@@ -362,10 +390,9 @@ static bool close_may_wait(int fd)
 static void close_by_exit(const int *all, unsigned int nall)
 {
 	static unsigned int children;
-	int go[2], fds[RDPM_MSG_MAX_FDS];
+	int go_w, fds[RDPM_MSG_MAX_FDS];
 	unsigned int n = 0;
 	pid_t pid = -1;
-	char byte;
 
 	/* Most closes cannot wait: those go at once, without a fork. */
 	for (unsigned int i = 0; i < nall; i++) {
@@ -376,23 +403,13 @@ static void close_by_exit(const int *all, unsigned int nall)
 	}
 	while (children && waitpid(-1, NULL, WNOHANG) > 0)
 		children--;
-	if (n && children < CLOSER_CHILDREN && !pipe2(go, O_CLOEXEC)) {
-		pid = fork();
-		if (!pid) {
-			close(go[1]);
-			while (read(go[0], &byte, 1) < 0 && errno == EINTR)
-				;
-			_exit(0);
-		}
-		close(go[0]);
-		if (pid < 0)
-			close(go[1]);
-	}
+	if (n && children < CLOSER_CHILDREN)
+		pid = fork_holder(&go_w);
 	for (unsigned int i = 0; i < n; i++)
 		close(fds[i]);	/* with a child: its copies keep the files */
 	if (pid > 0) {
 		children++;
-		close(go[1]);	/* the child exits, with the last references */
+		close(go_w);	/* the child exits, with the last references */
 	}
 }
 
@@ -949,33 +966,21 @@ void rdpm_closer_tick(void)
  */
 static void leave_behind(void)
 {
-	int go[2];
-	pid_t pid;
-	char byte;
+	int go_w;
 
 	if (!count && !nheld && sock < 0)
 		return;
-	if (pipe2(go, O_CLOEXEC))
+	if (fork_holder(&go_w) < 0)
 		return;			/* rdpmd's exit takes them */
-	pid = fork();
-	if (!pid) {
-		close(go[1]);
-		while (read(go[0], &byte, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
-	}
-	close(go[0]);
-	if (pid > 0) {
-		for (unsigned int i = 0; i < count; i++)
-			close(ring[(head + i) % RING].fd);
-		for (unsigned int i = 0; i < nheld; i++)
-			close(held[i].fd);
-		if (sock >= 0)
-			close(sock);
-		count = nheld = 0;
-		sock = -1;
-	}
-	close(go[1]);		/* the child exits */
+	for (unsigned int i = 0; i < count; i++)
+		close(ring[(head + i) % RING].fd);
+	for (unsigned int i = 0; i < nheld; i++)
+		close(held[i].fd);
+	if (sock >= 0)
+		close(sock);
+	count = nheld = 0;
+	sock = -1;
+	close(go_w);		/* the child exits */
 }
 
 void rdpm_closer_stop(void)
