@@ -198,6 +198,7 @@ if unshare -n true 2> /dev/null; then
 	export tmp
 	out=$(timeout 60 unshare -n bash -c '
 		ip link set lo up
+		: > "$tmp/stall"
 		timeout 50 mpirun "$@" > "$tmp/stall" 2>&1 &
 		pid=$!
 		for _ in $(seq 200); do
@@ -218,7 +219,7 @@ if unshare -n true 2> /dev/null; then
 		cat "$tmp/stall"' sh "${root[@]}" --oversubscribe --tag-output -np 2 --mca pml ob1 \
 		--mca btl devtcp,self --mca btl_devtcp_if_include lo --mca btl_devtcp_peer_timeout 3 \
 		${preload:+-x LD_PRELOAD="$preload"} "${san[@]}" selftests/ompi/mpi_hostile "$tmp/go" stall 2>&1)
-	secs=$(sed -n '1s/^after \([0-9]*\) s$/\1/p' <<< "$out")
+	secs=$(sed -n 's/^after \([0-9]*\) s$/\1/p' <<< "$out" | head -1)
 	if grep -q "^\[1,0\]<stderr>:.*btl:devtcp: peer [0-9]*\.1 .*: receive failed: Connection timed out" <<< "$out" &&
 	   [ "${secs:-99}" -le 10 ]; then
 		ok "the network died under the job: rank 0 failed its peer after ${secs} s: $(grep -o 'receive failed: .*' <<< "$out" | head -1)"
