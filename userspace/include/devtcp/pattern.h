@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The payload pattern of the stream tests: a seeded splitmix64 of each 8-byte
- * word's index, written little-endian, so any byte can be checked from its
- * stream offset alone. Senders and receivers must share this exactly.
+ * The payload pattern of devmem(1) and the stream tests: a seeded
+ * splitmix64 of each 8-byte word's index, written little-endian, so any
+ * byte can be checked from its stream offset alone. Senders and receivers must share this exactly.
  * Also the clock they time throughput with.
  */
-#ifndef SELFTESTS_NET_PATTERN_H
-#define SELFTESTS_NET_PATTERN_H
+#ifndef DEVTCP_PATTERN_H
+#define DEVTCP_PATTERN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -79,4 +79,4 @@ static inline void pattern_check(const uint8_t *data, size_t len, uint64_t seed,
 	}
 }
 
-#endif /* SELFTESTS_NET_PATTERN_H */
+#endif /* DEVTCP_PATTERN_H */
