@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "cuda_api.h"
+#include "devmem_cuda.h"
 #include "devmem.h"
 #include "internal.h"
 

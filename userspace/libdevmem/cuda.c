@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cuda_api.h"
+#include "devmem_cuda.h"
 #include "internal.h"
 
 struct devmem_cuda {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_api.h"
+#include "devmem_cuda.h"
 #include "internal.h"
 
 static const struct {
@@ -103,7 +103,7 @@ static int resolve(const char *path, bool only_if_loaded, struct loaded **out)
 	return 1;
 }
 
-int devmem_cuda_load(bool only_if_loaded, const struct devmem_cuda_api **api)
+DEVMEM_EXPORT int devmem_cuda_load(bool only_if_loaded, const struct devmem_cuda_api **api)
 {
 	const char *path = getenv("DEVMEM_LIBCUDA");
 	struct loaded *l;
@@ -147,8 +147,8 @@ static const struct {
 	{ 999, "CUDA_ERROR_UNKNOWN" },
 };
 
-const char *devmem_cuda_strerror(const struct devmem_cuda_api *api, CUresult res,
-				 struct devmem_cuda_errname *n)
+DEVMEM_EXPORT const char *devmem_cuda_strerror(const struct devmem_cuda_api *api, CUresult res,
+					       struct devmem_cuda_errname *n)
 {
 	const char *name = NULL;
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_api.h"
+#include "devmem_cuda.h"
 #include "internal.h"
 #include "unpack_abi.h"
 

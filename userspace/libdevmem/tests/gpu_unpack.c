@@ -17,7 +17,7 @@
 #include <time.h>
 #include <sys/wait.h>
 
-#include "cuda_api.h"
+#include "devmem_cuda.h"
 #include "devtcp/check.h"
 #include "tcp_pair.h"
 #include "unpack_check.h"

@@ -5,7 +5,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include "cuda_api.h"
+#include "devmem_cuda.h"
 #include "devmem.h"
 #include "gpu.h"
 

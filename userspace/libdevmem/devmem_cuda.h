@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The CUDA driver API as libdevmem, libdevcoll and devcoll-perf use it,
- * loaded at run time (cuda_loader.c): nothing builds against CUDA or needs
- * it to run. Internal: libdevcoll and the tools link libdevmem statically.
+ * libdevmem's CUDA driver API, loaded at run time (devmem_cuda_load(3)):
+ * the entry points libdevmem uses itself, for programs that want CUDA
+ * memory without building against CUDA or needing it to run (libdevcoll,
+ * devcoll-perf). Include cuda.h first, if at all: its types are these.
  */
-#ifndef LIBDEVMEM_CUDA_API_H
-#define LIBDEVMEM_CUDA_API_H
+#ifndef DEVMEM_CUDA_H
+#define DEVMEM_CUDA_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifndef CUDA_VERSION
 /* The types and values used, as in CUDA 13's cuda.h. */
 typedef int CUresult;
 typedef int CUdevice;
@@ -32,8 +34,10 @@ typedef struct CUevent_st *CUevent;
 #define CU_POINTER_ATTRIBUTE_IS_MANAGED		8
 #define CU_MEMORYTYPE_DEVICE			2
 #define CU_MEMHOSTALLOC_PORTABLE		1
+#endif /* !CUDA_VERSION */
 
-/* Entry points; the _v2 names are what cuda.h maps the plain names to. */
+/* Entry points; the _v2 names are what cuda.h maps the plain names to.
+ * New ones are added at the end only. */
 struct devmem_cuda_api {
 	CUresult (*init)(unsigned int flags);
 	CUresult (*device_get_count)(int *count);
@@ -92,4 +96,4 @@ struct devmem_cuda_errname {
 const char *devmem_cuda_strerror(const struct devmem_cuda_api *api, CUresult res,
 				 struct devmem_cuda_errname *n);
 
-#endif
+#endif /* DEVMEM_CUDA_H */
