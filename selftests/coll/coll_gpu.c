@@ -10,7 +10,7 @@
  * Exit 0 when every result is right.
  */
 #include "common.h"
-#include "../../userspace/tools/devcoll-perf/gpu.h"
+#include "gpu.h"
 
 static unsigned char pattern(int from, size_t size, size_t i)
 {

@@ -15,7 +15,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include "common.h"
-#include "../../tools/devcoll-perf/gpu.h"
+#include "gpu.h"
 
 /* The stand-in's counters (NULL with the real libcuda). */
 static int (*fake_pushed)(void);	/* context pushes not popped */

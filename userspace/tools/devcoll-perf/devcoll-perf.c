@@ -20,13 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "bench.h"
 #include "devcoll.h"
 #include "gpu.h"
-#include "secret.h"	/* libdevcoll's own, linked statically */
 
 static devcoll_comm *comm;
 
@@ -218,14 +218,19 @@ static int spawn(int np, const char *prog, char **args, int outfd,
  * rendezvous takes none else), unless the caller gave one. */
 static void job_secret(void)
 {
-	char hex[2 * 24 + 1];
+	unsigned char raw[24];
+	char hex[2 * sizeof(raw) + 1];
 
 	if (getenv("DEVCOLL_SECRET") || getenv("DEVCOLL_SECRET_FILE"))
 		return;
-	if (dc_random_hex(hex, 24)) {
-		fprintf(stderr, "devcoll-perf: %s\n", devcoll_last_error());
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		fprintf(stderr, "devcoll-perf: no random bytes for the job's secret: %s\n",
+			strerror(errno));
 		exit(1);
 	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
 	setenv("DEVCOLL_SECRET", hex, 1);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* CUDA device memory for devcoll-perf --gpu and t_cuda (gpu.c). */
-#ifndef DEVCOLL_PERF_GPU_H
-#define DEVCOLL_PERF_GPU_H
+/* CUDA device memory for devcoll-perf --gpu and libdevcoll's tests (gpu.c). */
+#ifndef DEVTCP_COMMON_GPU_H
+#define DEVTCP_COMMON_GPU_H
 
 #include <stddef.h>
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * CUDA device memory for devcoll-perf --gpu and t_cuda, through libdevmem's
- * CUDA loader: neither builds against CUDA nor needs it.
+ * CUDA device memory for devcoll-perf --gpu and libdevcoll's tests, through
+ * libdevmem's CUDA loader (devmem_cuda_load(3)): none builds against CUDA
+ * nor needs it.
  */
 #include <stdint.h>
 #include <stdio.h>
