@@ -512,6 +512,34 @@ int devmem_zcrx_wait(struct devmem_zcrx *z, struct devmem_zcrx_chunk *chunks, un
 /* Hands a chunk's buffer back through the refill ring. */
 int devmem_zcrx_release(struct devmem_zcrx *z, const struct devmem_zcrx_chunk *chunk);
 
+/* ----------------------------------------------------------------- netlink */
+
+/*
+ * libdevmem's netlink requests, for tools that send rtnetlink requests of
+ * their own (devtcp-pair, devtcp-fault): replies fed to a callback up to
+ * the ack, a kernel refusal recorded for devmem_last_error() as "WHAT:
+ * strerror: extack". See devmem_nl_open_route(3).
+ */
+struct nlmsghdr;
+struct devmem_nl;
+
+/* A NETLINK_ROUTE socket with extended acks; @what prefixes errors. */
+int devmem_nl_open_route(struct devmem_nl **out, const char *what);
+void devmem_nl_close(struct devmem_nl *nl);
+/* Starts an RTM_*LINK request for @ifindex (0: by IFLA_IFNAME) in the
+ * socket's send buffer (NLM_F_REQUEST | NLM_F_ACK | @flags). */
+struct nlmsghdr *devmem_nl_link_msg(struct devmem_nl *nl, uint16_t type, uint16_t flags,
+				    int ifindex);
+/* Called for each reply message; a negative return ends the request with it. */
+typedef int (*devmem_nl_cb)(const struct nlmsghdr *nlh, void *data);
+/*
+ * Sends @req and feeds replies to @cb up to the ack (or NLMSG_DONE of a
+ * dump). Returns 0, @cb's error, or the kernel's (a negative errno), then
+ * recording "WHAT: strerror: extack (attribute ...)".
+ */
+int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb cb, void *data,
+		      const char *what);
+
 /* -------------------------------------------------------------------- rdpm */
 
 /*

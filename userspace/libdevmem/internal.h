@@ -133,9 +133,7 @@ float dm_bf16_to_float(uint16_t b);
 uint16_t dm_float_to_bf16(float f);
 /* ------------------------------------------------------ netlink (nl.c) */
 
-struct nlmsghdr;
 struct nlattr;
-struct devmem_nl;
 
 /* What the kernel said about the last failed request. */
 struct devmem_nl_ext {
@@ -147,9 +145,9 @@ struct devmem_nl_ext {
 	uint32_t bad_value;		/* and its u32/u8 value */
 };
 
-/* A generic netlink socket with extended acks; @what prefixes errors. */
+/* A generic netlink socket with extended acks; @what prefixes errors.
+ * devmem_nl_close(), devmem_nl_request(): devmem.h. */
 int devmem_nl_open(struct devmem_nl **out, const char *what);
-void devmem_nl_close(struct devmem_nl *nl);
 /* Resolves generic netlink family @name; -ENOENT names it if missing.
  * @ops (optional): bit N set when the family has command N (N < 64). */
 int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, uint64_t *ops,
@@ -157,16 +155,8 @@ int devmem_nl_family(struct devmem_nl *nl, const char *name, uint16_t *id, uint6
 /* Starts a request in the socket's send buffer (NLM_F_REQUEST | NLM_F_ACK | @flags). */
 struct nlmsghdr *devmem_nl_msg(struct devmem_nl *nl, uint16_t family, uint8_t cmd,
 			       uint8_t version, uint16_t flags);
-/* Called for each reply message; a negative return ends the request with it. */
-typedef int (*devmem_nl_cb)(const struct nlmsghdr *nlh, void *data);
-/*
- * Sends @req and feeds replies to @cb up to the ack (or NLMSG_DONE of a
- * dump). On a kernel error returns it and records "WHAT: strerror: extack
- * (attribute ...)"; devmem_nl_ext() then has the details for callers that
- * can say more.
- */
-int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb cb, void *data,
-		      const char *what);
+/* After devmem_nl_request() failed: the kernel's details, for callers
+ * that can say more. */
 const struct devmem_nl_ext *devmem_nl_ext(const struct devmem_nl *nl);
 /* Fills @ext from the NLMSG_ERROR or NLMSG_DONE @nlh answering @req. */
 void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,

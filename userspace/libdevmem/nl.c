@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Generic netlink with libmnl: one socket per user (a NIC handle, a binding),
- * family ids resolved by name, requests acked, dumps followed to NLMSG_DONE,
- * and kernel errors turned into devmem_fail() messages that keep the
- * extack text and the attribute it points at.
+ * Netlink with libmnl: one socket per user (a NIC handle, a binding, a
+ * tool), generic netlink family ids resolved by name, requests acked,
+ * dumps followed to NLMSG_DONE, and kernel errors turned into devmem_fail()
+ * messages that keep the extack text and the attribute it points at.
+ * Generic netlink for the library; rtnetlink link requests for the tools.
  */
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +27,31 @@ struct devmem_nl {
 	struct mnl_socket *sock;
 	uint32_t portid;
 	uint32_t seq;
+	size_t hdr_len;		/* the family header before the attributes */
 	struct devmem_nl_ext ext;
 	uint8_t send[NL_SEND_SIZE];
 	uint8_t recv[NL_RECV_SIZE];
 };
 
-int devmem_nl_open(struct devmem_nl **out, const char *what)
+static int nl_open(struct devmem_nl **out, int bus, const char *name, size_t hdr_len,
+		   const char *what)
 {
 	struct devmem_nl *nl = calloc(1, sizeof(*nl));
 	int one = 1, err;
 
 	if (!nl)
 		return devmem_fail(-ENOMEM, "%s: no memory for a netlink socket", what);
-	nl->sock = mnl_socket_open(NETLINK_GENERIC);
+	nl->hdr_len = hdr_len;
+	nl->sock = mnl_socket_open(bus);
 	if (!nl->sock) {
 		err = -errno;
 		free(nl);
-		return devmem_fail_errno(err, "%s: generic netlink socket", what);
+		return devmem_fail_errno(err, "%s: %s socket", what, name);
 	}
 	if (mnl_socket_bind(nl->sock, 0, MNL_SOCKET_AUTOPID) < 0) {
 		err = -errno;
 		devmem_nl_close(nl);
-		return devmem_fail_errno(err, "%s: bind generic netlink socket", what);
+		return devmem_fail_errno(err, "%s: bind %s socket", what, name);
 	}
 	/* Error texts and offsets, without the echoed request. Kernels without
 	 * them still work; the messages are only less precise. */
@@ -58,7 +63,18 @@ int devmem_nl_open(struct devmem_nl **out, const char *what)
 	return 0;
 }
 
-void devmem_nl_close(struct devmem_nl *nl)
+int devmem_nl_open(struct devmem_nl **out, const char *what)
+{
+	return nl_open(out, NETLINK_GENERIC, "generic netlink", sizeof(struct genlmsghdr), what);
+}
+
+/* Link requests only: their attributes follow a struct ifinfomsg. */
+DEVMEM_EXPORT int devmem_nl_open_route(struct devmem_nl **out, const char *what)
+{
+	return nl_open(out, NETLINK_ROUTE, "rtnetlink", sizeof(struct ifinfomsg), what);
+}
+
+DEVMEM_EXPORT void devmem_nl_close(struct devmem_nl *nl)
 {
 	if (!nl)
 		return;
@@ -89,16 +105,34 @@ struct nlmsghdr *devmem_nl_msg(struct devmem_nl *nl, uint16_t family, uint8_t cm
 	return nlh;
 }
 
+DEVMEM_EXPORT struct nlmsghdr *devmem_nl_link_msg(struct devmem_nl *nl, uint16_t type,
+						  uint16_t flags, int ifindex)
+{
+	struct nlmsghdr *nlh;
+	struct ifinfomsg *ifm;
+
+	memset(nl->send, 0, sizeof(struct nlmsghdr) + sizeof(*ifm));
+	nlh = mnl_nlmsg_put_header(nl->send);
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	nlh->nlmsg_seq = nl->seq++;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = ifindex;
+	return nlh;
+}
+
 /*
  * Finds the attribute at byte offset @off of request @req (top level or one
  * nest down) for messages like "the kernel refused queue-id 9".
  */
-static void locate_bad_attr(const struct nlmsghdr *req, uint32_t off, struct devmem_nl_ext *ext)
+static void locate_bad_attr(const struct nlmsghdr *req, size_t hdr_len, uint32_t off,
+			    struct devmem_nl_ext *ext)
 {
 	const struct nlattr *attr, *inner;
 	const char *base = (const char *)req;
 
-	mnl_attr_for_each(attr, req, sizeof(struct genlmsghdr)) {
+	mnl_attr_for_each(attr, req, hdr_len) {
 		uint32_t at = (const char *)attr - base;
 
 		if (at == off) {
@@ -126,8 +160,8 @@ value:
 		ext->bad_value = *(const uint8_t *)mnl_attr_get_payload(attr);
 }
 
-void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
-			 struct devmem_nl_ext *ext)
+static void parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req, size_t hdr_len,
+		      struct devmem_nl_ext *ext)
 {
 	const struct nlmsgerr *err = mnl_nlmsg_get_payload(nlh);
 	size_t off = sizeof(*err);
@@ -149,10 +183,16 @@ void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
 			break;
 		case NLMSGERR_ATTR_OFFS:
 			ext->bad_off = mnl_attr_get_u32(attr);
-			locate_bad_attr(req, ext->bad_off, ext);
+			locate_bad_attr(req, hdr_len, ext->bad_off, ext);
 			break;
 		}
 	}
+}
+
+void devmem_nl_parse_ext(const struct nlmsghdr *nlh, const struct nlmsghdr *req,
+			 struct devmem_nl_ext *ext)
+{
+	parse_ext(nlh, req, sizeof(struct genlmsghdr), ext);
 }
 
 /* "WHAT: strerror: extack (attribute N at offset M)" */
@@ -175,8 +215,8 @@ int devmem_nl_fail(int err, const struct devmem_nl_ext *ext, const char *what)
 			   ext->msg, attr);
 }
 
-int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb cb, void *data,
-		      const char *what)
+DEVMEM_EXPORT int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb cb,
+				    void *data, const char *what)
 {
 	bool dump = req->nlmsg_flags & NLM_F_DUMP;
 	uint32_t seq = req->nlmsg_seq;
@@ -201,7 +241,7 @@ int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb c
 				if (!e->error)
 					return cb_err;
 				err = e->error;
-				devmem_nl_parse_ext(nlh, req, &nl->ext);
+				parse_ext(nlh, req, nl->hdr_len, &nl->ext);
 				nl->ext.err = err;
 				return devmem_nl_fail(err, &nl->ext, what);
 			}
@@ -209,7 +249,7 @@ int devmem_nl_request(struct devmem_nl *nl, struct nlmsghdr *req, devmem_nl_cb c
 				if (mnl_nlmsg_get_payload_len(nlh) >= sizeof(int))
 					err = *(const int *)mnl_nlmsg_get_payload(nlh);
 				if (err < 0) {
-					devmem_nl_parse_ext(nlh, req, &nl->ext);
+					parse_ext(nlh, req, nl->hdr_len, &nl->ext);
 					nl->ext.err = err;
 					return devmem_nl_fail(err, &nl->ext, what);
 				}

@@ -23,8 +23,8 @@
 
 #include <linux/devtcp.h>
 
+#include "devmem.h"
 #include "fault_keys.h"
-#include "rtnl.h"
 
 static void usage(void)
 {
@@ -55,16 +55,15 @@ static int show_cb(const struct nlmsghdr *nlh, void *found)
 			}
 		}
 	}
-	return MNL_CB_OK;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlattr *linkinfo, *data;
-	struct mnl_socket *nl;
+	struct devmem_nl *nl;
 	struct nlmsghdr *nlh;
-	int ifindex, one = 1, found = 0, err;
+	int ifindex, found = 0, err;
 	const char *cmd, *dev;
 
 	if (argc < 3)
@@ -80,25 +79,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "devtcp-fault: %s: %s\n", dev, strerror(errno));
 		return 1;
 	}
-	nl = mnl_socket_open(NETLINK_ROUTE);
-	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		perror("devtcp-fault: rtnetlink");
+	if (devmem_nl_open_route(&nl, "rtnetlink")) {
+		fprintf(stderr, "devtcp-fault: %s\n", devmem_last_error());
 		return 1;
 	}
-	mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
 
 	if (!strcmp(cmd, "show")) {
-		nlh = rtnl_link_request(buf, RTM_GETLINK, 0, ifindex);
-		err = rtnl_talk(nl, nlh, "devtcp-fault", "cannot read the device", show_cb, &found);
-		if (!err && !found) {
+		nlh = devmem_nl_link_msg(nl, RTM_GETLINK, 0, ifindex);
+		err = devmem_nl_request(nl, nlh, show_cb, &found, "cannot read the device");
+		if (err)
+			fprintf(stderr, "devtcp-fault: %s\n", devmem_last_error());
+		else if (!found) {
 			fprintf(stderr, "devtcp-fault: %s is not a devtcp device\n", dev);
 			err = -ENODEV;
 		}
-		mnl_socket_close(nl);
+		devmem_nl_close(nl);
 		return err ? 1 : 0;
 	}
 
-	nlh = rtnl_link_request(buf, RTM_NEWLINK, 0, ifindex);
+	nlh = devmem_nl_link_msg(nl, RTM_NEWLINK, 0, ifindex);
 	linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
 	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "devtcp");
 	data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
@@ -108,7 +107,9 @@ int main(int argc, char **argv)
 		usage();
 	mnl_attr_nest_end(nlh, data);
 	mnl_attr_nest_end(nlh, linkinfo);
-	err = rtnl_talk(nl, nlh, "devtcp-fault", "cannot set the faults", NULL, NULL);
-	mnl_socket_close(nl);
+	err = devmem_nl_request(nl, nlh, NULL, NULL, "cannot set the faults");
+	if (err)
+		fprintf(stderr, "devtcp-fault: %s\n", devmem_last_error());
+	devmem_nl_close(nl);
 	return err ? 1 : 0;
 }

@@ -28,8 +28,8 @@
 
 #include <linux/devtcp.h>
 
+#include "devmem.h"
 #include "fault_keys.h"
-#include "rtnl.h"
 
 static void usage(void)
 {
@@ -72,12 +72,11 @@ static void put_link_attrs(struct nlmsghdr *nlh, const char *name, unsigned int 
 int main(int argc, char **argv)
 {
 	const char *ns = NULL, *peer_ns = NULL, *cmd, *name, *peer = NULL;
-	char buf[MNL_SOCKET_BUFFER_SIZE];
 	unsigned int queues = 0, mtu = 0;
 	struct nlattr *linkinfo, *data, *peer_attr;
-	struct mnl_socket *nl;
+	struct devmem_nl *nl;
 	struct nlmsghdr *nlh;
-	int opt, one = 1, nfaults = 0, err;
+	int opt, nfaults = 0, err;
 	char **faults = NULL;
 
 	if (argc < 3)
@@ -116,19 +115,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "devtcp-pair: cannot enter %s: %s\n", ns, strerror(errno));
 		return 1;
 	}
-	nl = mnl_socket_open(NETLINK_ROUTE);
-	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		perror("devtcp-pair: rtnetlink");
+	if (devmem_nl_open_route(&nl, "rtnetlink")) {
+		fprintf(stderr, "devtcp-pair: %s\n", devmem_last_error());
 		return 1;
 	}
-	mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
 
 	if (!strcmp(cmd, "del")) {
-		nlh = rtnl_link_request(buf, RTM_DELLINK, 0, 0);
+		nlh = devmem_nl_link_msg(nl, RTM_DELLINK, 0, 0);
 		mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
-		err = rtnl_talk(nl, nlh, "devtcp-pair", "cannot delete the pair", NULL, NULL);
+		err = devmem_nl_request(nl, nlh, NULL, NULL, "cannot delete the pair");
 	} else {
-		nlh = rtnl_link_request(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
+		nlh = devmem_nl_link_msg(nl, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
 		put_link_attrs(nlh, name, queues, mtu, -1);
 		linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
 		mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "devtcp");
@@ -143,8 +140,10 @@ int main(int argc, char **argv)
 			usage();
 		mnl_attr_nest_end(nlh, data);
 		mnl_attr_nest_end(nlh, linkinfo);
-		err = rtnl_talk(nl, nlh, "devtcp-pair", "cannot create the pair", NULL, NULL);
+		err = devmem_nl_request(nl, nlh, NULL, NULL, "cannot create the pair");
 	}
-	mnl_socket_close(nl);
+	if (err)
+		fprintf(stderr, "devtcp-pair: %s\n", devmem_last_error());
+	devmem_nl_close(nl);
 	return err ? 1 : 0;
 }
