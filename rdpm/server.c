@@ -3,7 +3,7 @@
  * rdpmd: the receive data path manager. Owns the devmem set-up of the NICs
  * in its configuration (reserved queues, flow rules, dma-buf bindings) and
  * serves unprivileged clients over a Unix SOCK_SEQPACKET socket with the
- * protocol of userspace/libdevmem/rdpm_proto.h (Documentation/rdpm.rst).
+ * protocol of userspace/common/rdpm_proto.h (Documentation/rdpm.rst).
  *
  *   rdpmd [-c CONFIG] [-s SOCKET]
  *

@@ -22,9 +22,6 @@ is_public() {
 	esac
 	return 1
 }
-# Known exceptions, "FILE HEADER" (FILE a glob): the RDPM protocol header
-# is libdevmem's and rdpmd's until it has a home of its own.
-exceptions="rdpm/* userspace/libdevmem/rdpm_proto.h"
 
 component_of() {
 	local c
@@ -36,23 +33,6 @@ component_of() {
 
 is_test_path() {
 	case /$1/ in */selftests/* | */tests/* | */fuzz/*) return 0 ;; esac
-	return 1
-}
-
-excepted() {
-	local pat hdr
-	set -f
-	# shellcheck disable=SC2086
-	set -- "$1" "$2" $exceptions
-	set +f
-	local file=$1 header=$2
-	shift 2
-	while [ $# -ge 2 ]; do
-		pat=$1 hdr=$2
-		shift 2
-		# shellcheck disable=SC2053
-		[[ $file == $pat && $header == "$hdr" ]] && return 0
-	done
 	return 1
 }
 
@@ -105,7 +85,6 @@ check_tree() {
 				echo "$file:$line: includes $name, a file of the tests (${res#test:})"
 				bad=1 ;;
 			*)
-				excepted "$file" "$res" && continue
 				echo "$file:$line: includes $name, private to $(component_of "$res") ($res)"
 				bad=1 ;;
 			esac

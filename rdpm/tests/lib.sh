@@ -6,7 +6,7 @@
 fails=0
 export ASAN_OPTIONS=detect_leaks=1
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cflags="-O1 -g -std=gnu11 -Wall -Wextra -Werror $san -I$top/uapi -I$top/userspace/libdevmem"
+cflags="-O1 -g -std=gnu11 -Wall -Wextra -Werror $san -I$top/uapi -I$top/userspace/libdevmem -I$top/userspace/common"
 libs="$top/userspace/libdevmem/libdevmem.a $(pkg-config --libs libmnl) -ldl -lpthread"
 
 # rdpm_build: $tmp/rdpmd and $tmp/rdpmctl from the tree's sources.
