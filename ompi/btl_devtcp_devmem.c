@@ -24,6 +24,7 @@
 #include "opal/util/output.h"
 
 #include "devmem.h"
+#include "devmem_rdpm.h"
 
 /* The window of a data link before its hello authenticates: room for the
  * hello, and little of the dma-buf. */

@@ -144,28 +144,12 @@ static void send_msg_fd(struct client *c, uint16_t type, uint32_t id, const void
 	struct rdpm_hdr h = { .magic = RDPM_MAGIC, .version = RDPM_VERSION, .type = type,
 			      .length = sizeof(h) + len, .id = id };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl = { 0 };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
 	if (c->dead)
 		return;
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
 	/* A client that does not read its replies loses its connection
 	 * rather than stalling everyone else. */
-	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	if (rdpm_send_fds(c->fd, iov, 2, &fd, fd >= 0, MSG_DONTWAIT) < 0) {
 		static struct rdpm_bucket rl;
 
 		rdpm_log_limited(&rl, LOG_WARNING, "client pid %d uid %u: cannot send (%m): "
@@ -1417,7 +1401,8 @@ static void client_read_direct(struct client *c)
 	int fds[RDPM_MSG_MAX_FDS], flags;
 	uint8_t kind[RDPM_MSG_MAX_FDS] = { 0 };
 	unsigned int nfds;
-	ssize_t n = rdpm_recv_fds(c->fd, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+	ssize_t n = rdpm_recv_fds(c->fd, &iov, 1, fds, RDPM_MSG_MAX_FDS, &nfds, &flags,
+				     MSG_DONTWAIT);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;

@@ -232,59 +232,6 @@ bool rdpm_closer_struck(uid_t uid)
 	return false;
 }
 
-static ssize_t send_fds(int s, const struct iovec *iov, int niov, const int *fds, unsigned int n,
-			int flags)
-{
-	union {
-		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = niov };
-	struct cmsghdr *cm;
-
-	if (n) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	}
-	return sendmsg(s, &mh, flags | MSG_NOSIGNAL);
-}
-
-ssize_t rdpm_recv_fds(int s, struct iovec *iov, int niov, int *fds, unsigned int *nfds,
-		      int *msg_flags, int flags)
-{
-	union {
-		char buf[CMSG_SPACE(RDPM_MSG_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = niov, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	ssize_t n = recvmsg(s, &mh, flags | MSG_CMSG_CLOEXEC);
-
-	*nfds = 0;
-	*msg_flags = n < 0 ? 0 : mh.msg_flags;
-	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
-	     cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*nfds < RDPM_MSG_MAX_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return n;
-}
-
 /*
  * The helper's OP_READ: one message from client socket @c, its dma-bufs
  * and sockets passed on to rdpmd with the bytes (@closed rides along), the
@@ -299,7 +246,7 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	unsigned int nfds, npass = 0, ndrop = 0;
 	struct iovec in = { buf, sizeof(buf) }, out[3];
 	int flags;
-	ssize_t n = rdpm_recv_fds(c, &in, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+	ssize_t n = rdpm_recv_fds(c, &in, 1, fds, RDPM_MSG_MAX_FDS, &nfds, &flags, MSG_DONTWAIT);
 
 	a.n = n < 0 ? -errno : (int32_t)n;
 	a.flags = (uint32_t)flags;
@@ -315,7 +262,7 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	out[0] = (struct iovec){ &a, sizeof(a) };
 	out[1] = (struct iovec){ kind, nfds };
 	out[2] = (struct iovec){ buf, n > 0 ? (size_t)n : 0 };
-	n = send_fds(s, out, 3, pass, npass, 0);
+	n = rdpm_send_fds(s, out, 3, pass, npass, 0);
 	/* Neither a dma-buf nor a socket has a flush: these closes end at once. */
 	for (unsigned int i = 0; i < npass; i++)
 		close(pass[i]);
@@ -428,7 +375,7 @@ static void closer_loop(int s)
 		struct iovec iov = { &r, sizeof(r) };
 		uint32_t closed = nkept;
 		int flags;
-		ssize_t n = rdpm_recv_fds(s, &iov, 1, fds, &nfds, &flags, 0);
+		ssize_t n = rdpm_recv_fds(s, &iov, 1, fds, RDPM_MSG_MAX_FDS, &nfds, &flags, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -674,7 +621,7 @@ static void pump(void)
 			fds[n] = ring[(head + n) % RING].fd;
 			n++;
 		}
-		if (send_fds(sock, &iov, 1, fds, n, MSG_DONTWAIT) < 0) {
+		if (rdpm_send_fds(sock, &iov, 1, fds, n, MSG_DONTWAIT) < 0) {
 			if (errno == EAGAIN || errno == ENOBUFS || errno == ETOOMANYREFS ||
 			    errno == EINTR) {
 				send_full = true;
@@ -701,7 +648,7 @@ static void pump(void)
 		count -= n;
 		go_owed = true;
 	}
-	if (go_owed && sock >= 0 && send_fds(sock, &iov, 1, NULL, 0, MSG_DONTWAIT) >= 0)
+	if (go_owed && sock >= 0 && rdpm_send_fds(sock, &iov, 1, NULL, 0, MSG_DONTWAIT) >= 0)
 		go_owed = false;	/* else after the next answer, or the watchdog */
 }
 
@@ -762,7 +709,7 @@ bool rdpm_closer_read(int fd, uint64_t token, uid_t uid)
 		helper_ensure(rdpm_now_ms());
 	if (!rdpm_closer_can_read())
 		return false;
-	if (send_fds(sock, &iov, 1, &fd, 1, MSG_DONTWAIT) < 0) {
+	if (rdpm_send_fds(sock, &iov, 1, &fd, 1, MSG_DONTWAIT) < 0) {
 		send_full = true;	/* an answer or the watchdog comes */
 		return false;
 	}
@@ -867,7 +814,8 @@ static bool take_answers(void)
 		unsigned int nfds;
 		struct answer a;
 		uint64_t now;
-		ssize_t n = rdpm_recv_fds(sock, &iov, 1, fds, &nfds, &flags, MSG_DONTWAIT);
+		ssize_t n = rdpm_recv_fds(sock, &iov, 1, fds, RDPM_MSG_MAX_FDS, &nfds, &flags,
+					  MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "devmem.h"
+#include "devmem_rdpm.h"
 
 static void usage(void)
 {

@@ -11,6 +11,7 @@
 
 #include <devmem.h>
 #include "rdpm_proto.h"
+#include "rdpm_wire.h"
 #include "config.h"
 
 /*
@@ -62,12 +63,6 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid);
  * its socket, within the uid's share (1/4 of the queue) and outside the
  * admins' reserve unless @admin. */
 bool rdpm_closer_may_read(uid_t uid, bool admin);
-/* recvmsg() of @s into @iov with the fds passed in @fds, *@nfds of them
- * (at most RDPM_MSG_MAX_FDS, the kernel's limit; any beyond are closed),
- * MSG_CMSG_CLOEXEC added to @flags; its msg_flags in *@msg_flags. */
-struct iovec;
-ssize_t rdpm_recv_fds(int s, struct iovec *iov, int niov, int *fds, unsigned int *nfds,
-		      int *msg_flags, int flags);
 /* Whether fds are closed at once by the caller (RDPM_CLOSER_DIRECT): the
  * caller then reads client messages itself. */
 bool rdpm_closer_direct(void);
@@ -103,9 +98,6 @@ int rdpm_closer_timeout(void);
 void rdpm_closer_tick(void);
 /* At exit: hands over what is queued (3 s at most) and ends the helper. */
 void rdpm_closer_stop(void);
-
-/* The most fds one SCM_RIGHTS message can carry (the kernel's SCM_MAX_FD). */
-#define RDPM_MSG_MAX_FDS	253
 
 /*
  * The NIC and memory layer clients.c works through: libdevmem on a host

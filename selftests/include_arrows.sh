@@ -17,6 +17,7 @@ components="userspace/libdevmem userspace/libdevcoll userspace/tools userspace/c
 is_public() {
 	case $1 in
 	userspace/libdevmem/devmem.h | userspace/libdevmem/devmem_cuda.h) return 0 ;;
+	userspace/libdevmem/devmem_rdpm.h) return 0 ;;
 	userspace/libdevcoll/devcoll.h) return 0 ;;
 	userspace/include/* | userspace/common/*.h | uapi/*) return 0 ;;
 	esac

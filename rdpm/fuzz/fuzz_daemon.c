@@ -115,29 +115,6 @@ static int make_fds(unsigned int kind, int *fds)
 	return n;
 }
 
-static void send_with(int s, const unsigned char *msg, size_t len, const int *fds, int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(20 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl = { { 0 } };
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-	}
-	sendmsg(s, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
 /* Reads (and drops) what rdpmd sent each client, fds closed. */
 static void drain(const int *slot)
 {
@@ -162,6 +139,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		unsigned int ctl = data[i++], who = ctl & 3, kind = (ctl >> 2) & 7, act = ctl >> 5;
 		unsigned char msg[RDPM_MAX_MSG + 64];
 		int fds[20], nfds;
+		struct iovec iov = { msg, 0 };
 		size_t len;
 
 		if (act == 6) {
@@ -190,8 +168,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 				memcpy(msg, &h, sizeof(h));
 			}
 			nfds = make_fds(kind, fds);
+			iov.iov_len = len;
 			if (slot[who] >= 0)
-				send_with(slot[who], msg, len, fds, nfds);
+				rdpm_send_fds(slot[who], &iov, 1, fds, nfds, MSG_DONTWAIT);
 			for (int k = 0; k < nfds; k++)
 				close(fds[k]);
 		}

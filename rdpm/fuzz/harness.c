@@ -94,28 +94,18 @@ void harness_run(void)
 
 int harness_recv(int fd, void *buf, size_t len, int *fd_out)
 {
-	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
 	struct iovec iov = { buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int fds[4], flags;
+	unsigned int nfds;
+	ssize_t n = rdpm_recv_fds(fd, &iov, 1, fds, 4, &nfds, &flags, MSG_DONTWAIT);
 
 	if (fd_out)
 		*fd_out = -1;
-	for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
-	     cm = CMSG_NXTHDR(&mh, cm)) {
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int got;
-
-			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (fd_out && *fd_out < 0)
-				*fd_out = got;
-			else
-				close(got);
-		}
+	for (unsigned int i = 0; i < nfds; i++) {
+		if (fd_out && *fd_out < 0)
+			*fd_out = fds[i];
+		else
+			close(fds[i]);
 	}
 	return n > 0 ? (int)n : 0;
 }

@@ -45,28 +45,13 @@ static void request(int s, uint16_t type, const void *body, size_t blen, int fd,
 		char body[256];
 	} m = { .h = { RDPM_MAGIC, RDPM_VERSION, type, sizeof(struct rdpm_hdr) + blen,
 		       next_id++ } };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl = { { 0 } };
 	struct iovec iov = { &m, sizeof(m.h) + blen };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	char buf[RDPM_MAX_MSG + 1] = "";
 	int n;
 
 	memcpy(m.body, body, blen);
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		*cm = (struct cmsghdr){ .cmsg_len = CMSG_LEN(sizeof(int)),
-					.cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS };
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
 	memset(r, 0, sizeof(*r));
-	CHECK(sendmsg(s, &mh, 0) > 0, "send request %u", type);
+	CHECK(rdpm_send_fds(s, &iov, 1, &fd, fd >= 0, 0) > 0, "send request %u", type);
 	harness_run();
 	n = harness_recv(s, buf, sizeof(buf) - 1, &r->fd);
 	CHECK(n >= (int)sizeof(struct rdpm_hdr), "a reply to request %u", type);

@@ -22,6 +22,7 @@
 
 #include "devtcp/check.h"
 #include "owner.h"
+#include "rdpm_wire.h"
 
 static char why[160];
 
@@ -207,14 +208,7 @@ static int child_listener(const char *how)
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
 	pid = fork();
 	if (pid == 0) {
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} ctl = { 0 };
 		struct iovec iov = { "x", 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				     .msg_controllen = sizeof(ctl.buf) };
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 		uint16_t port;
 		int ls;
 
@@ -222,23 +216,15 @@ static int child_listener(const char *how)
 		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 			_exit(2);
 		ls = listener(AF_INET, NULL, &port);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &ls, sizeof(int));
-		_exit(ls < 0 || sendmsg(sp[1], &mh, 0) != 1);
+		_exit(ls < 0 || rdpm_send_fds(sp[1], &iov, 1, &ls, 1, 0) != 1);
 	}
 	{
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} ctl;
 		struct iovec iov = { &byte, 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				     .msg_controllen = sizeof(ctl.buf) };
+		unsigned int nfds;
+		int flags;
 
-		if (recvmsg(sp[0], &mh, 0) == 1 && CMSG_FIRSTHDR(&mh))
-			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
+		if (rdpm_recv_fds(sp[0], &iov, 1, &fd, 1, &nfds, &flags, 0) != 1 || !nfds)
+			fd = -1;
 	}
 	waitpid(pid, &status, 0);
 	close(sp[0]);

@@ -49,7 +49,9 @@
 #include <unistd.h>
 
 #include <devmem.h>
+#include <devmem_rdpm.h>
 #include "rdpm_proto.h"
+#include "rdpm_wire.h"
 #include "devtcp/pattern.h"
 
 #define BUF_SIZE	(16u << 20)
@@ -554,30 +556,14 @@ static int raw_connect(void)
 static int raw(int s, const void *msg, size_t len, int fd, char *text, size_t cap)
 {
 	struct iovec iov = { (void *)msg, len };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	char buf[RDPM_MAX_MSG];
 	struct rdpm_hdr h;
 	struct rdpm_error e;
 	struct timeval tv = { 5, 0 };
 	ssize_t n;
 
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (sendmsg(s, &mh, MSG_NOSIGNAL) < 0)
+	if (rdpm_send_fds(s, &iov, 1, &fd, fd >= 0, 0) < 0)
 		return 0;
 	n = recv(s, buf, sizeof(buf), 0);
 	if (n < (ssize_t)sizeof(h))

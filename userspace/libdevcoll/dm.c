@@ -47,6 +47,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "devmem.h"
+#include "devmem_rdpm.h"
 #include "internal.h"
 
 #define DM_MAXFRAGS 256

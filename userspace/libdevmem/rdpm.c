@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "rdpm_proto.h"
+#include "rdpm_wire.h"
 
+#include "devmem_rdpm.h"
 #include "internal.h"
 
 _Static_assert(RDPM_QUEUES_MAX == RDPM_MAX_QUEUES, "queue limits of API and protocol");
@@ -72,27 +74,11 @@ static int xfer_send(struct rdpm_client *c, uint16_t type, const void *body, siz
 {
 	struct rdpm_hdr h = { RDPM_MAGIC, RDPM_VERSION, type, sizeof(h) + len, ++c->next_id };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
 	if (!c->next_id)
 		h.id = ++c->next_id;
 	*id = h.id;
-	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0)
+	if (rdpm_send_fds(c->fd, iov, 2, &fd, fd >= 0, 0) < 0)
 		return devmem_fail_errno(-errno, "rdpmd: sending a request");
 	return 0;
 }
@@ -102,30 +88,24 @@ static int xfer_send(struct rdpm_client *c, uint16_t type, const void *body, siz
 static int xfer_recv(struct rdpm_client *c, char *buf, size_t cap, struct rdpm_hdr *h, int timeout)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
 	struct iovec iov = { buf, cap };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
+	unsigned int nfds;
+	int fd, flags;
 	ssize_t n;
 
 	if (poll(&p, 1, timeout) == 0)
 		return -ETIMEDOUT;
-	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	/* rdpmd passes one fd at most: any more are never opened here. */
+	n = rdpm_recv_fds(c->fd, &iov, 1, &fd, 1, &nfds, &flags, MSG_DONTWAIT);
 	if (n < 0 && errno == EAGAIN)
 		return -EAGAIN;
 	if (n < 0)
 		return devmem_fail_errno(-errno, "rdpmd: receiving");
 	/* A JOIN reply's dma-buf: kept until rdpm_join_shared() takes it. */
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-			if (c->passed_fd >= 0)
-				close(c->passed_fd);
-			memcpy(&c->passed_fd, CMSG_DATA(cm), sizeof(int));
-		}
+	if (nfds) {
+		if (c->passed_fd >= 0)
+			close(c->passed_fd);
+		c->passed_fd = fd;
 	}
 	if (n == 0)
 		return devmem_fail(-ECONNRESET, "rdpmd closed the connection");
