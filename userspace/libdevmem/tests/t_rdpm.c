@@ -2,10 +2,13 @@
 /*
  * rdpm_connect() against a fake rdpmd that attaches more fds to its HELLO
  * reply than the protocol ever passes (one): the client opens at most one
- * of them, and rdpm_close() leaves no fd of the connection behind.
+ * of them, and rdpm_close() leaves no fd of the connection behind. And the
+ * framing under it (userspace/common/rdpm_wire.c): bounds, flags, CLOEXEC.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +101,52 @@ static void connect_with(unsigned int nfds)
 	rmdir(dir);
 }
 
+/* rdpm_recv_fds on a SEQPACKET pair: 3 fds sent, @max taken. */
+static void wire_bounds(unsigned int max)
+{
+	int sp[2], in[3], out[3] = { -1, -1, -1 }, flags;
+	char msg[8] = "request", buf[8], small[4];
+	struct iovec iov = { msg, sizeof(msg) }, riov = { buf, sizeof(buf) };
+	unsigned int before, nfds, want = max < 3 ? max : 3;
+	ssize_t n;
+
+	CHECK(!socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), "socketpair");
+	for (int i = 0; i < 3; i++)
+		in[i] = memfd_create("wire", 0);
+	CHECK(rdpm_send_fds(sp[0], &iov, 1, in, 3, 0) == sizeof(msg), "send 3 fds");
+	before = open_fds();
+	n = rdpm_recv_fds(sp[1], &riov, 1, out, max, &nfds, &flags, 0);
+	CHECK(n == sizeof(msg) && !memcmp(buf, msg, n), "the bytes (%zd)", n);
+	CHECK(nfds == want, "max %u: %u fds taken, want %u", max, nfds, want);
+	CHECK(open_fds() == before + want, "max %u: %u fds opened, want %u", max,
+	      open_fds() - before, want);
+	CHECK(!!(flags & MSG_CTRUNC) == (max < 3), "max %u: msg_flags 0x%x", max, flags);
+	for (unsigned int i = 0; i < nfds; i++) {
+		CHECK(fcntl(out[i], F_GETFD) == FD_CLOEXEC, "fd %u close-on-exec", i);
+		close(out[i]);
+	}
+	/* a message longer than the buffer: MSG_TRUNC, its fd still taken */
+	CHECK(rdpm_send_fds(sp[0], &iov, 1, in, 1, 0) == sizeof(msg), "send 1 fd");
+	riov = (struct iovec){ small, sizeof(small) };
+	n = rdpm_recv_fds(sp[1], &riov, 1, out, 1, &nfds, &flags, 0);
+	CHECK(n == sizeof(small) && (flags & MSG_TRUNC) && nfds == 1, "truncated: %zd 0x%x %u",
+	      n, flags, nfds);
+	if (nfds)
+		close(out[0]);
+	CHECK(rdpm_send_fds(sp[0], &iov, 1, in, RDPM_MSG_MAX_FDS + 1, 0) < 0 && errno == EINVAL,
+	      "more fds than a message carries");
+	for (int i = 0; i < 3; i++)
+		close(in[i]);
+	close(sp[0]);
+	close(sp[1]);
+}
+
 int main(void)
 {
+	wire_bounds(0);
+	wire_bounds(1);
+	wire_bounds(3);
+	wire_bounds(RDPM_MSG_MAX_FDS);
 	connect_with(0);
 	connect_with(1);
 	connect_with(2);
