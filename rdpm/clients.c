@@ -1530,8 +1530,14 @@ static void accept_no_fds(int err)
 	if (spare_fd >= 0) {
 		close(spare_fd);
 		fd = accept4(rdpmd.lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0)
-			refuse_fd(fd, UNKNOWN_UID);
+		if (fd >= 0) {
+			struct ucred cr;
+			socklen_t len = sizeof(cr);
+
+			/* whose files it may hold: SO_PEERCRED takes no fd */
+			refuse_fd(fd, getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ?
+				  UNKNOWN_UID : cr.uid);
+		}
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (fd >= 0) {

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -52,8 +53,15 @@
 #define CLOSER_STRIKES		2	/* helpers stalled by one uid in a minute */
 #define CLOSER_BUSY_MS		1000	/* helper time one uid may take a minute */
 #define CLOSER_STRUCK		16	/* uids with strikes remembered */
-#define CLOSER_KILLED		16	/* killed helpers not reaped yet, remembered */
-#define CLOSER_KILLED_PER_UID	2	/* one uid's killed helpers still alive */
+#define CLOSER_STUCK_PER_UID	2	/* one uid's stuck processes, before it is held back */
+#define CLOSER_CHILD_MS		1000	/* a closing child older than this is stuck */
+/* Children of the helper closing fds (close_by_exit) at most at once, in
+ * all and of one uid. */
+#define CLOSER_CHILDREN		32
+#define CLOSER_CHILDREN_PER_UID	4
+/* Stuck processes of earlier helpers past which no new helper starts: the
+ * current helper's children always find a slot in stuck[]. */
+#define CLOSER_STUCK_OLD	(RDPM_CLOSER_STUCK - CLOSER_CHILDREN - 1)
 #define HELD			RDPM_CLOSER_HELD	/* struck uids' fds held back */
 /* One message's fds and the socket they came on. */
 #define MSG_ROOM		(RDPM_MSG_MAX_FDS + 1)
@@ -66,16 +74,17 @@
 enum { OP_CLOSE = 1, OP_READ };
 struct request {
 	uint32_t op;
-	uint32_t pad;
+	uint32_t uid;		/* OP_CLOSE: whose fds (a message holds one uid's) */
 	uint64_t token;		/* OP_READ: the answer's */
 };
 
 /*
  * The helper to rdpmd. ANS_READ is followed by kind[nfds] (enum
  * rdpm_fd_class of each fd the message carried; the dma-bufs and sockets
- * attached, in order) and the message's n bytes.
+ * attached, in order) and the message's n bytes. ANS_CHILD carries the
+ * pidfd of a child the helper forked to close fds of uid.
  */
-enum { ANS_DONE = 1, ANS_READ };
+enum { ANS_DONE = 1, ANS_READ, ANS_CHILD };
 struct answer {
 	uint32_t op;
 	uint32_t closed;	/* OP_CLOSE fds closed since the last answer */
@@ -84,6 +93,8 @@ struct answer {
 	uint64_t token;
 	uint32_t flags;		/* ANS_READ: its msg_flags */
 	uint32_t nfds;		/* ANS_READ: fds it carried */
+	int32_t pid;		/* ANS_CHILD: the child (for the log) */
+	uint32_t uid;		/* ANS_CHILD: whose fds it closes */
 };
 #define ANSWER_MAX	(sizeof(struct answer) + RDPM_MSG_MAX_FDS + RDPM_MAX_MSG)
 
@@ -110,10 +121,17 @@ static struct {
 	uint64_t busy_ms;		/* helper time taken this minute */
 	uint64_t since;
 } struck[CLOSER_STRUCK];
+/* Processes that may be stuck in a uid's files, followed until they exit
+ * (their pidfd, in rdpmd's epoll set, becomes readable): killed helpers
+ * (stuck from the kill), the helper's closing children (from
+ * CLOSER_CHILD_MS after their fork). Free: pidfd -1. */
 static struct {
+	int pidfd;
 	pid_t pid;
 	uid_t uid;
-} killed[CLOSER_KILLED];		/* pid 0: free */
+	uint64_t stuck_at;
+	bool logged;
+} stuck[RDPM_CLOSER_STUCK];
 /* A struck uid's fds: kept here, not sent, until its minute ends. */
 static struct queued held[HELD];
 static unsigned int nheld;
@@ -121,6 +139,7 @@ static unsigned int nheld;
 static enum rdpm_closer_mode mode;
 static int sock = -1;			/* rdpmd's end; -1: no helper */
 static pid_t helper = -1;		/* -1: none */
+static int helper_pidfd = -1;
 static unsigned int inflight;		/* sent, not yet acknowledged */
 static unsigned int dropping;		/* a read's fds the helper is closing */
 static uid_t dropping_uid;
@@ -208,22 +227,75 @@ static void charge(uid_t uid, uint64_t ms)
 	}
 }
 
-/* Killed helpers of @uid's blame that have not exited yet (a FUSE flush
- * keeps a killed process until its server answers). */
-static unsigned int killed_alive(uid_t uid)
+/* Processes stuck in @uid's files now (a FUSE file keeps a process,
+ * killed or exiting, until its server answers). */
+static unsigned int stuck_count(uid_t uid)
+{
+	uint64_t now = rdpm_now_ms();
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++)
+		n += stuck[i].pidfd >= 0 && stuck[i].uid == uid && now >= stuck[i].stuck_at;
+	return n;
+}
+
+static unsigned int stuck_followed(void)
 {
 	unsigned int n = 0;
 
-	for (unsigned int i = 0; i < CLOSER_KILLED; i++)
-		n += killed[i].pid && killed[i].uid == uid;
+	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++)
+		n += stuck[i].pidfd >= 0;
 	return n;
+}
+
+/*
+ * Follows process @pid (@pidfd, taken over), which may be stuck in files
+ * of @uid from @stuck_at on, until it exits; a closing @child is logged
+ * when it becomes stuck. There is always a slot: no helper starts while
+ * CLOSER_STUCK_OLD slots are taken (helper_ensure), and a helper has at
+ * most CLOSER_CHILDREN children. Without one (epoll failed) the process
+ * goes unfollowed, and the log says so.
+ */
+static void follow(int pidfd, pid_t pid, uid_t uid, uint64_t stuck_at, bool child)
+{
+	static struct rdpm_bucket rl;
+
+	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &stuck[i] };
+
+		if (stuck[i].pidfd >= 0)
+			continue;
+		if (epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, pidfd, &ev))
+			break;
+		stuck[i].pidfd = pidfd;
+		stuck[i].pid = pid;
+		stuck[i].uid = uid;
+		stuck[i].stuck_at = stuck_at;
+		stuck[i].logged = !child;
+		return;
+	}
+	rdpm_log_limited(&rl, LOG_ERR, "cannot follow pid %d, which may stay in a file of uid "
+			 "%d: %s", pid, (int)uid, strerror(errno ? errno : ENOSPC));
+	close(pidfd);
+}
+
+/* A followed process exited: its slot is free. */
+static void stuck_exited(unsigned int i)
+{
+	if (stuck[i].pidfd < 0)
+		return;
+	/* explicitly: a helper being forked may hold a copy for a moment,
+	 * and the epoll entry lives as long as any copy does */
+	epoll_ctl(rdpmd.epfd, EPOLL_CTL_DEL, stuck[i].pidfd, NULL);
+	close(stuck[i].pidfd);
+	stuck[i].pidfd = -1;
 }
 
 bool rdpm_closer_struck(uid_t uid)
 {
 	if (uid == (uid_t)-1)
 		return false;
-	if (killed_alive(uid) >= CLOSER_KILLED_PER_UID)
+	if (stuck_count(uid) >= CLOSER_STUCK_PER_UID)
 		return true;
 	for (unsigned int i = 0; i < CLOSER_STRUCK; i++)
 		if (struck[i].uid == uid && struck[i].n >= CLOSER_STRIKES &&
@@ -277,26 +349,36 @@ static bool read_one(int s, int c, uint64_t token, uint32_t closed)
 	return send(s, &a, sizeof(a), MSG_NOSIGNAL) == sizeof(a);
 }
 
-/* Children of the helper closing fds (close_by_exit) at most at once. */
-#define CLOSER_CHILDREN		32
+static int fd_order(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Closes every fd of this process but @keep[@n] (@n < RDPM_MSG_MAX_FDS + 2). */
+static void close_all_but(const int *keep, unsigned int n)
+{
+	int sorted[RDPM_MSG_MAX_FDS + 2];
+	unsigned int lo = 0;
+
+	memcpy(sorted, keep, n * sizeof(int));
+	qsort(sorted, n, sizeof(int), fd_order);
+	for (unsigned int i = 0; i < n; i++) {
+		if ((unsigned int)sorted[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned int)sorted[i] - 1, 0);
+		lo = (unsigned int)sorted[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
+}
 
 /*
- * Closes @fds so that no close waits. A child holds them while the helper
- * closes its own copies, then exits with the last references: a task that
- * exits never waits out SO_LINGER on a TCP socket's last close, and its
- * release of a unix socket drops the files queued there the same way. Of
- * what rdpmd sends here (client sockets, dma-bufs, sockets) none has a
- * flush. Without a child (fork failed, or CLOSER_CHILDREN still exiting)
- * they are closed here, where rdpmd's watchdog covers a close that waits.
+ * A child holding a copy of @keep[@n] (all fds of this process: @keep
+ * NULL) until *@go_w, the write end of a pipe, is closed; then it exits
+ * with them. It holds nothing else: not another uid's files, nor the
+ * helper's socket. Its pid, or -1 (no child, *@go_w not set).
  */
-/*
- * A child holding a copy of every fd of this process until *@go_w, the
- * write end of a pipe, is closed; then it exits with them. Its pid, or -1
- * (no child, *@go_w not set).
- */
-static pid_t fork_holder(int *go_w)
+static pid_t fork_holder(int *go_w, const int *keep, unsigned int n)
 {
-	int go[2];
+	int go[2], mine[RDPM_MSG_MAX_FDS + 1];
 	pid_t pid;
 	char byte;
 
@@ -304,7 +386,13 @@ static pid_t fork_holder(int *go_w)
 		return -1;
 	pid = fork();
 	if (!pid) {
-		close(go[1]);
+		if (keep) {
+			memcpy(mine, keep, n * sizeof(int));
+			mine[n] = go[0];
+			close_all_but(mine, n + 1);
+		} else {
+			close(go[1]);
+		}
 		while (read(go[0], &byte, 1) < 0 && errno == EINTR)
 			;
 		_exit(0);
@@ -315,6 +403,28 @@ static pid_t fork_holder(int *go_w)
 	else
 		*go_w = go[1];
 	return pid;
+}
+
+/* The helper's closing children that have not been reaped, and whose fds. */
+static struct {
+	pid_t pid;
+	uid_t uid;
+} kids[CLOSER_CHILDREN];
+static unsigned int nkids;
+
+/* Whether another closing child of @uid may be forked, the exited ones reaped. */
+static bool kids_room(uid_t uid)
+{
+	unsigned int mine = 0;
+	pid_t pid;
+
+	while (nkids && (pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		for (unsigned int i = 0; i < nkids; i++)
+			if (kids[i].pid == pid)
+				kids[i] = kids[--nkids];
+	for (unsigned int i = 0; i < nkids; i++)
+		mine += kids[i].uid == uid;
+	return nkids < CLOSER_CHILDREN && mine < CLOSER_CHILDREN_PER_UID;
 }
 
 /* Whether the last close of @fd may wait: a TCP socket with SO_LINGER on,
@@ -334,12 +444,25 @@ static bool close_may_wait(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) || l.l_onoff;
 }
 
-static void close_by_exit(const int *all, unsigned int nall)
+/*
+ * Closes @all, fds of @uid, so that no close waits. A child holds those
+ * that may wait while the helper closes its own copies, then exits with
+ * the last references: a task that exits never waits out SO_LINGER on a
+ * TCP socket's last close, and its release of a unix socket drops the
+ * files queued there the same way. Only a release that waits even in an
+ * exiting task (a FUSE file with cached writes its server never completes)
+ * keeps the child: its pidfd goes to rdpmd over @s (ANS_CHILD), which
+ * charges the child to @uid once it is a second old. Without a child (no
+ * fork, no pidfd, or the uid's CLOSER_CHILDREN_PER_UID still there) they
+ * are closed here, where rdpmd's watchdog covers a close that waits.
+ * false: rdpmd is gone.
+ */
+static bool close_by_exit(int s, const int *all, unsigned int nall, uid_t uid)
 {
-	static unsigned int children;
-	int go_w, fds[RDPM_MSG_MAX_FDS];
+	int go_w, pidfd = -1, fds[RDPM_MSG_MAX_FDS];
 	unsigned int n = 0;
 	pid_t pid = -1;
+	bool ok = true;
 
 	/* Most closes cannot wait: those go at once, without a fork. */
 	for (unsigned int i = 0; i < nall; i++) {
@@ -348,16 +471,32 @@ static void close_by_exit(const int *all, unsigned int nall)
 		else
 			close(all[i]);
 	}
-	while (children && waitpid(-1, NULL, WNOHANG) > 0)
-		children--;
-	if (n && children < CLOSER_CHILDREN)
-		pid = fork_holder(&go_w);
+	if (n && kids_room(uid))
+		pid = fork_holder(&go_w, fds, n);
+	if (pid > 0) {
+		kids[nkids].pid = pid;
+		kids[nkids++].uid = uid;
+		/* Our child, not reaped yet: the pidfd is this very process. */
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd < 0) {
+			/* It exits first: the last closes are ours. */
+			close(go_w);
+			waitpid(pid, NULL, 0);
+			nkids--;
+			pid = -1;
+		}
+	}
 	for (unsigned int i = 0; i < n; i++)
 		close(fds[i]);	/* with a child: its copies keep the files */
 	if (pid > 0) {
-		children++;
+		struct answer a = { .op = ANS_CHILD, .pid = pid, .uid = uid };
+		struct iovec iov = { &a, sizeof(a) };
+
+		ok = rdpm_send_fds(s, &iov, 1, &pidfd, 1, 0) == sizeof(a);
+		close(pidfd);
 		close(go_w);	/* the child exits, with the last references */
 	}
+	return ok;
 }
 
 /*
@@ -369,6 +508,7 @@ static void closer_loop(int s)
 {
 	int kept[RDPM_MSG_MAX_FDS], fds[RDPM_MSG_MAX_FDS];
 	unsigned int nkept = 0, nfds;
+	uid_t kept_uid = (uid_t)-1;
 
 	for (;;) {
 		struct request r = { 0 };
@@ -379,7 +519,8 @@ static void closer_loop(int s)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		close_by_exit(kept, nkept);
+		if (!close_by_exit(s, kept, nkept, kept_uid))
+			n = 0;
 		nkept = 0;
 		if (n <= 0)
 			break;
@@ -390,6 +531,7 @@ static void closer_loop(int s)
 		}
 		memcpy(kept, fds, nfds * sizeof(int));
 		nkept = nfds;
+		kept_uid = r.uid;
 		if (closed) {
 			struct answer a = { .op = ANS_DONE, .closed = closed };
 
@@ -397,7 +539,7 @@ static void closer_loop(int s)
 				break;
 		}
 	}
-	close_by_exit(kept, nkept);
+	close_by_exit(s, kept, nkept, kept_uid);
 }
 
 /* The forked helper: nothing of rdpmd's but its end of the socketpair. */
@@ -454,6 +596,8 @@ static int helper_start(void)
 	}
 	sock = sv[0];
 	helper = pid;
+	/* rdpmd's child, not reaped yet: the pidfd is this very process */
+	helper_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	inflight = 0;
 	go_owed = false;
 	return 0;
@@ -467,14 +611,17 @@ static void pump(void);
  * itself (a socket among them may linger). The ring's storage has room
  * beyond RDPM_CLOSER_SLOTS for what is in flight; past even that an fd
  * stays open in rdpmd, counted (never expected: each read passes at most
- * one fd).
+ * one fd). So does a held-back uid's past the HELD kept for those: they
+ * never reach the helper while the uid is held back.
  */
 void rdpm_closer_keep(const int *fds, unsigned int n, uid_t uid)
 {
+	bool struck_uid = rdpm_closer_struck(uid);
+
 	for (unsigned int i = 0; i < n; i++) {
-		if (rdpm_closer_struck(uid) && nheld < HELD) {
+		if (struck_uid && nheld < HELD) {
 			held[nheld++] = (struct queued){ fds[i], uid };
-		} else if (count + inflight < RING) {
+		} else if (!struck_uid && count + inflight < RING) {
 			ring[(head + count++) % RING] = (struct queued){ fds[i], uid };
 		} else {
 			rdpmd.counters.fds_kept++;
@@ -500,6 +647,9 @@ static void helper_lost(void)
 	rdpm_closer_keep(&sock, 1, (uid_t)-1);
 	sock = -1;
 	helper = -1;
+	if (helper_pidfd >= 0)
+		close(helper_pidfd);
+	helper_pidfd = -1;
 	tail = head;
 	inflight = 0;
 	dropping = 0;
@@ -537,25 +687,36 @@ static void helper_kill(const char *why)
 	}
 	strike(uid);
 	kill(helper, SIGKILL);
-	for (unsigned int i = 0; i < CLOSER_KILLED; i++) {
-		if (!killed[i].pid) {
-			killed[i].pid = helper;
-			killed[i].uid = uid;
-			break;
-		}
-	}
+	if (helper_pidfd >= 0)
+		follow(helper_pidfd, helper, uid, now, false);
+	else
+		strike(uid);	/* unfollowed: as if it stayed */
+	helper_pidfd = -1;
 	helper_lost();
 }
 
-/* Reaps dead helpers (rdpmd has no other children). */
+/* Reaps dead helpers (rdpmd has no other children; the killed ones it
+ * follows by pidfd). */
 static void reap(void)
 {
-	pid_t pid;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
 
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-		for (unsigned int i = 0; i < CLOSER_KILLED; i++)
-			if (killed[i].pid == pid)
-				killed[i].pid = 0;
+/* Logs, once, each closing child that became stuck. */
+static void stuck_log(void)
+{
+	static struct rdpm_bucket rl;
+	uint64_t now = rdpm_now_ms();
+
+	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++) {
+		if (stuck[i].pidfd < 0 || stuck[i].logged || now < stuck[i].stuck_at)
+			continue;
+		stuck[i].logged = true;
+		rdpm_log_limited(&rl, LOG_WARNING, "uid %u: a file it passed keeps a closer child "
+				 "(pid %d) waiting in its release: counted against the uid until it "
+				 "exits", stuck[i].uid, stuck[i].pid);
+	}
 }
 
 /* Forks a helper when there is none, within the restart budget. */
@@ -565,6 +726,15 @@ static void helper_ensure(uint64_t now)
 
 	if (sock >= 0 || now < retry_at)
 		return;
+	if (stuck_followed() > CLOSER_STUCK_OLD) {
+		static struct rdpm_bucket rl;
+
+		rdpm_log_limited(&rl, LOG_ERR, "%u processes are stuck in clients' files (FUSE "
+				 "files whose server does not answer): no closer helper until some "
+				 "exit; %u passed fd(s) wait", stuck_followed(), count);
+		retry_at = now + 1000;
+		return;
+	}
 	if (now >= window_at + 60000) {
 		window_at = now;
 		restarts = 0;
@@ -606,7 +776,7 @@ static void work_sent(bool was_busy)
  */
 static void pump(void)
 {
-	struct request r = { .op = OP_CLOSE };
+	struct request r = { .op = OP_CLOSE, .uid = (uint32_t)-1 };
 	struct iovec iov = { &r, sizeof(r) };
 
 	if (dying)
@@ -621,6 +791,7 @@ static void pump(void)
 			fds[n] = ring[(head + n) % RING].fd;
 			n++;
 		}
+		r.uid = ring[head].uid;
 		if (rdpm_send_fds(sock, &iov, 1, fds, n, MSG_DONTWAIT) < 0) {
 			if (errno == EAGAIN || errno == ENOBUFS || errno == ETOOMANYREFS ||
 			    errno == EINTR) {
@@ -648,12 +819,15 @@ static void pump(void)
 		count -= n;
 		go_owed = true;
 	}
+	r.uid = (uint32_t)-1;
 	if (go_owed && sock >= 0 && rdpm_send_fds(sock, &iov, 1, NULL, 0, MSG_DONTWAIT) >= 0)
 		go_owed = false;	/* else after the next answer, or the watchdog */
 }
 
 int rdpm_closer_start(enum rdpm_closer_mode m)
 {
+	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++)
+		stuck[i].pidfd = -1;
 	mode = m;
 	if (mode == RDPM_CLOSER_DIRECT)
 		return 0;
@@ -701,7 +875,7 @@ bool rdpm_closer_can_read(void)
 
 bool rdpm_closer_read(int fd, uint64_t token, uid_t uid)
 {
-	struct request r = { .op = OP_READ, .token = token };
+	struct request r = { .op = OP_READ, .uid = uid, .token = token };
 	struct iovec iov = { &r, sizeof(r) };
 	bool was_busy = busy();
 
@@ -754,7 +928,8 @@ uint64_t rdpm_closer_kills(void)
 
 bool rdpm_closer_owns(const void *tag)
 {
-	return tag == ring;
+	return tag == ring || ((const char *)tag >= (const char *)stuck &&
+			       (const char *)tag < (const char *)(stuck + RDPM_CLOSER_STUCK));
 }
 
 /* @n sent fds acknowledged closed. */
@@ -827,6 +1002,11 @@ static bool take_answers(void)
 		}
 		memcpy(&a, buf, sizeof(a));
 		now = rdpm_now_ms();
+		if (a.op == ANS_CHILD && nfds == 1) {
+			/* no progress yet: the batch's answer follows */
+			follow(fds[0], a.pid, a.uid, now + CLOSER_CHILD_MS, true);
+			continue;
+		}
 		/* The time since the last answer went to what this one reports. */
 		if (a.op == ANS_DONE && a.dropped)
 			charge(dropping_uid, now - progress_at);
@@ -844,9 +1024,16 @@ static bool take_answers(void)
 	}
 }
 
-void rdpm_closer_event(uint32_t events)
+void rdpm_closer_event(const void *tag, uint32_t events)
 {
-	bool lost = sock >= 0 && !take_answers();
+	bool lost;
+
+	if (tag != ring) {
+		stuck_exited((unsigned int)((const char *)tag - (const char *)stuck) /
+			     sizeof(stuck[0]));
+		return;
+	}
+	lost = sock >= 0 && !take_answers();
 
 	if (sock >= 0 && (lost || (events & (EPOLLHUP | EPOLLERR)))) {
 		rdpm_log(LOG_WARNING, "closer helper pid %d died; starting another", helper);
@@ -870,7 +1057,11 @@ int rdpm_closer_timeout(void)
 	else if (busy() && helper > 0)
 		at = progress_at + CLOSER_STALL_MS;
 	else
-		return -1;
+		at = UINT64_MAX;
+	/* a closing child becoming stuck: stuck_log says so */
+	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++)
+		if (stuck[i].pidfd >= 0 && !stuck[i].logged && stuck[i].stuck_at < at)
+			at = stuck[i].stuck_at;
 	if (at == UINT64_MAX)
 		return -1;
 	return at <= now ? 0 : (int)(at - now);
@@ -897,6 +1088,7 @@ void rdpm_closer_tick(void)
 	if (mode == RDPM_CLOSER_DIRECT)
 		return;
 	reap();
+	stuck_log();
 	if (sock >= 0 && helper > 0 && busy() && now >= progress_at + CLOSER_STALL_MS)
 		helper_kill("answered nothing for a second");
 	unhold();
@@ -918,7 +1110,7 @@ static void leave_behind(void)
 
 	if (!count && !nheld && sock < 0)
 		return;
-	if (fork_holder(&go_w) < 0)
+	if (fork_holder(&go_w, NULL, 0) < 0)
 		return;			/* rdpmd's exit takes them */
 	for (unsigned int i = 0; i < count; i++)
 		close(ring[(head + i) % RING].fd);
@@ -939,7 +1131,7 @@ void rdpm_closer_stop(void)
 		return;
 	/* Everything to a helper that closes it, within bounds. */
 	while ((count || busy()) && rdpm_now_ms() < end) {
-		rdpm_closer_event(0);
+		rdpm_closer_event(ring, 0);
 		usleep(10000);
 		rdpm_closer_tick();
 	}

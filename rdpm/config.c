@@ -372,7 +372,7 @@ int rdpm_conf_parse(const char *text, struct rdpm_conf *c, char *err, size_t err
 unsigned long rdpm_conf_fds(const struct rdpm_conf *c)
 {
 	unsigned long n = 32 + c->max_clients + RDPM_ADMIN_SLOTS + RDPM_CLOSER_SLOTS +
-			  RDPM_CLOSER_HELD + RDPM_CLOSER_INFLIGHT;
+			  RDPM_CLOSER_HELD + RDPM_CLOSER_INFLIGHT + RDPM_CLOSER_STUCK;
 
 	for (unsigned int i = 0; i < c->nnics; i++)
 		n += 8 + 2ul * c->nics[i].reserve;

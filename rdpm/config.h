@@ -72,6 +72,9 @@ int rdpm_conf_load(const char *path, struct rdpm_conf *c, char *err, size_t errl
 
 /* Client fds waiting to be sent to the closer helper (closer.c) at most. */
 #define RDPM_CLOSER_SLOTS	1024
+/* Processes stuck in a client's files (killed closer helpers, their
+ * closing children) rdpmd follows, with a pidfd each, at most. */
+#define RDPM_CLOSER_STUCK	64
 /* Fds of uids the closer holds back (closer.c: struck), at most. */
 #define RDPM_CLOSER_HELD	(RDPM_CLOSER_SLOTS / 4)
 /* Client fds sent to the closer helper and not yet closed, at most: files

@@ -90,7 +90,7 @@ uint64_t rdpm_closer_kills(void);
 /* An epoll event of rdpmd.epfd: whether it is the closer's (@tag), and
  * acting on it (the helper's acks). */
 bool rdpm_closer_owns(const void *tag);
-void rdpm_closer_event(uint32_t events);
+void rdpm_closer_event(const void *tag, uint32_t events);
 /* The epoll_wait timeout until the watchdog looks again; -1: none. */
 int rdpm_closer_timeout(void);
 /* The watchdog: kills a helper that closed nothing for a second, forks a

@@ -350,7 +350,7 @@ int main(int argc, char **argv)
 			else if (p == nl)
 				link_read(nl);
 			else if (rdpm_closer_owns(p))
-				rdpm_closer_event(evs[i].events);
+				rdpm_closer_event(p, evs[i].events);
 			else
 				rdpmd_client_event(p, evs[i].events);
 		}

@@ -105,9 +105,10 @@ check "... saying why" grep -q "^<3>.*RLIMIT_NOFILE is 64.*LimitNOFILE" "$tmp/st
 	cat "$tmp/start.log"
 limit=$(sed -n 's/^LimitNOFILE=\([0-9]*\)$/\1/p' "$top/rdpm/rdpmd.service")
 # rdpm_conf_fds() of the largest configuration: 4096 clients, 16 NICs of 32 queues,
-# 1024 fds waiting for the closer helper, 256 held back and 512 with it.
-check "rdpmd.service sets LimitNOFILE (${limit:-none}) above what rdpmd may need (7076)" \
-	test "${limit:-0}" -ge 7076
+# 1024 fds waiting for the closer helper, 256 held back, 512 with it and
+# 64 pidfds of processes stuck in clients' files.
+check "rdpmd.service sets LimitNOFILE (${limit:-none}) above what rdpmd may need (7140)" \
+	test "${limit:-0}" -ge 7140
 
 rdpm_start "$tmp/rdpm.conf"
 check "rdpmd starts in a root-owned socket directory" grep -q "<6>ready" "$tmp/log"
@@ -365,6 +366,40 @@ else
 		bash -c "grep -q '; then: no reply within 1.0 s$' <<< '$out'"
 	check "... no helper was killed for them ($kills0 -> $(counter closer_kills))" \
 		test "$(counter closer_kills)" = "$kills0"
+fi
+# A FUSE file whose release waits even in an exiting task (cached writes
+# never completed), queued in connections rdpmd refuses at accept: the
+# helper's closing children wait in it; each is reported after a second
+# and charged to the uid, which two of them hold back.
+kills0=$(counter closer_kills)
+out=$(TMPDIR=$tmp RDPM_SOCKET=$RDPM_SOCKET timeout 60 unshare -m --propagation private \
+      $py "$tmp/rdpm_hostile.py" wbfuse $B 2 $pid)
+rc=$?
+echo "uid $B, two refused connections carrying a FUSE file whose release waits: $out"
+if [ $rc = 4 ]; then
+	echo "SKIP: FUSE files whose release waits: ${out#SKIP: }"
+else
+	check "uid $B's files keep two closing children waiting: its next fd message is not read" \
+		bash -c "grep -q '^WRITEs held [1-9][0-9]*; then: no reply within 1.0 s$' <<< '$out'"
+	check "... each charged to uid $B in the log" \
+		grep -q "^<4>uid $B: a file it passed keeps a closer child (pid [0-9]*) waiting" "$tmp/log"
+	check "... and no helper was held up or killed ($kills0 -> $(counter closer_kills))" \
+		test "$(counter closer_kills)" = "$kills0"
+	# The same with the helper killed before its children are a second
+	# old: rdpmd holds their pidfds, so they are charged all the same.
+	out=$(TMPDIR=$tmp RDPM_SOCKET=$RDPM_SOCKET timeout 60 unshare -m --propagation private \
+	      $py "$tmp/rdpm_hostile.py" wbfuse $B 2 $pid kill)
+	echo "uid $B again, the closer helper killed 0.3 s into the closes: $out"
+	check "... and with the helper killed before they were a second old: not read either" \
+		bash -c "grep -q '^WRITEs held [1-9][0-9]*; then: no reply within 1.0 s$' <<< '$out'"
+	# Six such connections: four closing children of one uid at most;
+	# the helper closes the fifth itself, waits in it and is killed.
+	kills0=$(counter closer_kills)
+	out=$(TMPDIR=$tmp RDPM_SOCKET=$RDPM_SOCKET timeout 60 unshare -m --propagation private \
+	      $py "$tmp/rdpm_hostile.py" wbfuse $B 6 $pid)
+	echo "uid $B, six such connections: $out"
+	check "... six of them: four closing children, then the helper is killed ($kills0 -> $(counter closer_kills))" \
+		test "$(counter closer_kills)" -gt "$kills0"
 fi
 out=$(as $A $py "$tmp/rdpm_hostile.py" register file)
 echo "uid $A meanwhile: $out"

@@ -49,6 +49,14 @@
   rdpm_hostile.py lingers UID N PID S   the same, each socket's peer closed S
                                      seconds after it was passed (its close
                                      ends then)
+  rdpm_hostile.py wbfuse UID N PID [kill]
+                                     as UID, N connections refused at accept, each
+                                     carrying a FUSE file whose release waits
+                                     (cached writes never completed); then a
+                                     REGISTER with a pipe: prints "WRITEs held W;
+                                     then: no reply within 1.0 s" (or its errno);
+                                     kill: the closer helper is killed 0.3 s after
+                                     the closes began
   rdpm_hostile.py lingerflood S N    before HELLO, passes a socket whose close blocks
                                      S seconds (as linger), then N messages of 253
                                      fds; prints "passed F fds in M messages", holds
@@ -348,9 +356,14 @@ class FuseServer(threading.Thread):
     OUT = struct.Struct("=IiQ")
     ATTR = struct.Struct("=QQQQQQIIIIIIIIII")
 
-    def __init__(self, delay=None):
+    def __init__(self, delay=None, writeback=False):
         super().__init__(daemon=True)
         self.delay = delay  # answer others' FLUSH after this long instead
+        # Cache writes in the kernel and never complete one: the release
+        # of a file with pages to write back then waits, even in an
+        # exiting task.
+        self.writeback = writeback
+        self.writes = 0
         libc = ctypes.CDLL(None, use_errno=True)
         self.mnt = tempfile.mkdtemp()
         self.dev = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
@@ -379,8 +392,9 @@ class FuseServer(threading.Thread):
             _, op, unique, node, _, _, pid = self.HDR.unpack_from(req)[:7]
             if op == 26:  # INIT: protocol 7.31
                 major, minor, readahead = struct.unpack_from("=III", req, self.HDR.size)
+                flags = 1 << 16 if self.writeback else 0  # FUSE_WRITEBACK_CACHE
                 self.answer(unique, 0, struct.pack("=IIIIHHIIHHI28x", 7, 31, readahead,
-                                                   0, 0, 0, 4096, 1, 0, 0, 0))
+                                                   flags, 0, 0, 4096, 1, 0, 0, 0))
             elif op == 1:  # LOOKUP
                 if req[self.HDR.size:].split(b"\0")[0] != b"f":
                     self.answer(unique, -errno.ENOENT)
@@ -398,6 +412,11 @@ class FuseServer(threading.Thread):
                     self.held.append(pid)
                     if self.delay is not None:
                         threading.Timer(self.delay, self.answer, (unique,)).start()
+            elif op == 15:  # READ: zeros
+                off, size = struct.unpack_from("=8xQI", req, self.HDR.size)
+                self.answer(unique, 0, bytes(max(0, min(size, 4096 - off))))
+            elif op == 16:  # WRITE: never completed
+                self.writes += 1
             elif op in (18, 29):  # RELEASE, RELEASEDIR
                 self.answer(unique)
             elif op in (2, 36, 42):  # FORGET, INTERRUPT, BATCH_FORGET: no answer
@@ -613,6 +632,90 @@ def lingers(uid, n, pid, release=None):
     return os.waitstatus_to_exitcode(status)
 
 
+def children_of(pid):
+    """The pids of process PID's children (rdpmd's: its closer helpers)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def wbfuse(uid, rounds, pid, kill_helper=False):
+    """As UID: ROUNDS connections, each carrying a file of a FUSE mount that
+    caches writes and never completes one, sent while rdpmd (PID) is
+    stopped and refused at accept (2 silent connections already:
+    max_preauth_per_user); then the file's page is dirtied, so that each
+    release waits. With KILL_HELPER the closer helper is killed 0.3 s after
+    rdpmd runs again, before its closing children are a second old. Then a
+    REGISTER with a pipe on a connection that said HELLO. Prints "WRITEs
+    held W; then: ..."."""
+    try:
+        fs = FuseServer(0, writeback=True)
+    except OSError as e:
+        print("SKIP: no FUSE mount here: %s" % e)
+        return 4
+    path = os.path.join(fs.mnt, "f")
+    passed = [os.open(path, os.O_RDWR | os.O_CLOEXEC) for _ in range(rounds)]
+    dirty = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    child = os.fork()
+    if not child:
+        os.close(from_parent)
+        os.close(to_parent)
+        os.close(dirty)
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        silent = [connect(3.0) for _ in range(2)]
+        time.sleep(0.3)
+        os.write(from_child, b"s")
+        os.read(to_child, 1)                # rdpmd stopped
+        conns = []
+        for fd in passed:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            c.connect(os.environ["RDPM_SOCKET"])
+            send(c, hello_msg(), [fd])
+            os.close(fd)                    # a clean page yet: its FLUSH ends
+            conns.append(c)
+        os.write(from_child, b"c")          # the parent dirties the page
+        os.read(to_child, 1)                # rdpmd running again
+        time.sleep(2.5)                     # each closing child reported stuck
+        s = connect(3.0)
+        say_hello(s)
+        r, w = os.pipe()
+        s.settimeout(1.0)
+        send(s, register_msg(), [r])
+        try:
+            rep = reply(s)
+            then = "errno %s" % errno.errorcode.get(rep[1], rep[1])
+        except OSError:
+            then = "no reply within 1.0 s"
+        os.write(from_child, ("then: %s" % then).encode())
+        os._exit(0)
+    os.close(to_child)
+    os.close(from_child)
+    for fd in passed:
+        os.close(fd)
+    os.read(to_parent, 1)
+    os.kill(pid, signal.SIGSTOP)
+    os.write(from_parent, b"g")
+    os.read(to_parent, 1)
+    os.pwrite(dirty, b"x" * 64, 0)          # dirty: every release waits now
+    os.kill(pid, signal.SIGCONT)
+    os.write(from_parent, b"g")
+    if kill_helper:
+        time.sleep(0.3)
+        for helper in children_of(pid):
+            os.kill(helper, signal.SIGKILL)
+    then = os.read(to_parent, 200).decode()
+    _, status = os.waitpid(child, 0)
+    print("WRITEs held %d; %s" % (fs.writes, then))
+    fs.abort()                              # the waiting releases end
+    return os.waitstatus_to_exitcode(status)
+
+
 def lingerflood(seconds, n):
     """Before any HELLO: a socket whose close blocks SECONDS, then N messages
     of 253 fds each (as many as go without blocking); prints "passed F fds
@@ -757,6 +860,8 @@ def main(argv):
         return lingers(int(argv[2]), int(argv[3]), int(argv[4]))
     if cmd == "lingers" and len(argv) == 6:
         return lingers(int(argv[2]), int(argv[3]), int(argv[4]), float(argv[5]))
+    if cmd == "wbfuse" and len(argv) in (5, 6) and argv[5:] in ([], ["kill"]):
+        return wbfuse(int(argv[2]), int(argv[3]), int(argv[4]), argv[5:] == ["kill"])
     if cmd == "lingerflood" and len(argv) == 4:
         return lingerflood(int(argv[2]), int(argv[3]))
     if cmd == "hellos" and len(argv) == 3:

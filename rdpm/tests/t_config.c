@@ -34,7 +34,7 @@ int main(void)
 			    "hello_timeout_ms = 250\n[nic a]\nreserve = 3\n", &c, err, sizeof(err));
 	CHECK(r == 0 && c.max_clients_per_user == 7 && c.hello_timeout_ms == 250, "limits: %s", err);
 	CHECK(rdpm_conf_fds(&c) == 32 + 100 + RDPM_ADMIN_SLOTS + 1024 + RDPM_CLOSER_HELD +
-	      RDPM_CLOSER_INFLIGHT + 8 + 2 * 3, "fds: %lu", rdpm_conf_fds(&c));
+	      RDPM_CLOSER_INFLIGHT + RDPM_CLOSER_STUCK + 8 + 2 * 3, "fds: %lu", rdpm_conf_fds(&c));
 	r = rdpm_conf_parse("[global]\nmax_clients = 64\n", &c, err, sizeof(err));
 	CHECK(r == 0 && c.max_clients_per_user == 16, "max_clients_per_user default");
 	r = rdpm_conf_parse("[nic eth2]\n", &c, err, sizeof(err));
