@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +61,11 @@
 #define CLOSER_CHILDREN		32
 #define CLOSER_CHILDREN_PER_UID	4
 /* Stuck processes of earlier helpers past which no new helper starts: the
- * current helper's children always find a slot in stuck[]. */
-#define CLOSER_STUCK_OLD	(RDPM_CLOSER_STUCK - CLOSER_CHILDREN - 1)
+ * current helper's children, and the helper itself if it is killed, find a
+ * slot in stuck[] (with a margin for exits whose event is not taken yet). */
+#define CLOSER_STUCK_OLD	(RDPM_CLOSER_STUCK - CLOSER_CHILDREN - 8)
 #define HELD			RDPM_CLOSER_HELD	/* struck uids' fds held back */
+#define HELD_SHARE		(HELD / 4)		/* of those, one uid's */
 /* One message's fds and the socket they came on. */
 #define MSG_ROOM		(RDPM_MSG_MAX_FDS + 1)
 #define SHARE			(RDPM_CLOSER_SLOTS / 4)
@@ -227,6 +230,16 @@ static void charge(uid_t uid, uint64_t ms)
 	}
 }
 
+/* Whether @uid's fds may be held back: it has not its share of held yet. */
+static bool may_hold(uid_t uid)
+{
+	unsigned int mine = 0;
+
+	for (unsigned int i = 0; i < nheld; i++)
+		mine += held[i].uid == uid;
+	return nheld < HELD && mine < HELD_SHARE;
+}
+
 /* Processes stuck in @uid's files now (a FUSE file keeps a process,
  * killed or exiting, until its server answers). */
 static unsigned int stuck_count(uid_t uid)
@@ -253,30 +266,40 @@ static unsigned int stuck_followed(void)
  * of @uid from @stuck_at on, until it exits; a closing @child is logged
  * when it becomes stuck. There is always a slot: no helper starts while
  * CLOSER_STUCK_OLD slots are taken (helper_ensure), and a helper has at
- * most CLOSER_CHILDREN children. Without one (epoll failed) the process
- * goes unfollowed, and the log says so.
+ * most CLOSER_CHILDREN children; exits whose event is not taken yet are
+ * swept. Without one (epoll failed) the process goes unfollowed, the log
+ * says so (false).
  */
-static void follow(int pidfd, pid_t pid, uid_t uid, uint64_t stuck_at, bool child)
+static void stuck_exited(unsigned int i);
+static bool follow(int pidfd, pid_t pid, uid_t uid, uint64_t stuck_at, bool child)
 {
 	static struct rdpm_bucket rl;
+	int err = ENOSPC;
 
-	for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &stuck[i] };
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < RDPM_CLOSER_STUCK; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &stuck[i] };
+			struct pollfd p = { .fd = stuck[i].pidfd, .events = POLLIN };
 
-		if (stuck[i].pidfd >= 0)
-			continue;
-		if (epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, pidfd, &ev))
-			break;
-		stuck[i].pidfd = pidfd;
-		stuck[i].pid = pid;
-		stuck[i].uid = uid;
-		stuck[i].stuck_at = stuck_at;
-		stuck[i].logged = !child;
-		return;
+			if (stuck[i].pidfd >= 0 && (!pass || poll(&p, 1, 0) != 1))
+				continue;
+			stuck_exited(i);	/* pass 1: an exit not taken yet */
+			if (epoll_ctl(rdpmd.epfd, EPOLL_CTL_ADD, pidfd, &ev)) {
+				err = errno;
+				break;
+			}
+			stuck[i].pidfd = pidfd;
+			stuck[i].pid = pid;
+			stuck[i].uid = uid;
+			stuck[i].stuck_at = stuck_at;
+			stuck[i].logged = !child;
+			return true;
+		}
 	}
 	rdpm_log_limited(&rl, LOG_ERR, "cannot follow pid %d, which may stay in a file of uid "
-			 "%d: %s", pid, (int)uid, strerror(errno ? errno : ENOSPC));
+			 "%d: %s", pid, (int)uid, strerror(err));
 	close(pidfd);
+	return false;
 }
 
 /* A followed process exited: its slot is free. */
@@ -611,17 +634,19 @@ static void pump(void);
  * itself (a socket among them may linger). The ring's storage has room
  * beyond RDPM_CLOSER_SLOTS for what is in flight; past even that an fd
  * stays open in rdpmd, counted (never expected: each read passes at most
- * one fd). So does a held-back uid's past the HELD kept for those: they
- * never reach the helper while the uid is held back.
+ * one fd). A held-back uid's are held while it has less than its share
+ * of HELD, past that they go to the helper all the same: a bounded cost
+ * (CLOSER_CHILDREN_PER_UID, the watchdog, CLOSER_STUCK_OLD), where fds
+ * kept in rdpmd would not be.
  */
 void rdpm_closer_keep(const int *fds, unsigned int n, uid_t uid)
 {
 	bool struck_uid = rdpm_closer_struck(uid);
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (struck_uid && nheld < HELD) {
+		if (struck_uid && may_hold(uid)) {
 			held[nheld++] = (struct queued){ fds[i], uid };
-		} else if (!struck_uid && count + inflight < RING) {
+		} else if (count + inflight < RING) {
 			ring[(head + count++) % RING] = (struct queued){ fds[i], uid };
 		} else {
 			rdpmd.counters.fds_kept++;
@@ -687,9 +712,7 @@ static void helper_kill(const char *why)
 	}
 	strike(uid);
 	kill(helper, SIGKILL);
-	if (helper_pidfd >= 0)
-		follow(helper_pidfd, helper, uid, now, false);
-	else
+	if (helper_pidfd < 0 || !follow(helper_pidfd, helper, uid, now, false))
 		strike(uid);	/* unfollowed: as if it stayed */
 	helper_pidfd = -1;
 	helper_lost();
@@ -852,7 +875,7 @@ bool rdpm_closer_push(const int *fds, unsigned int n, uid_t uid)
 	}
 	if (!n)
 		return true;
-	if (rdpm_closer_struck(uid)) {
+	if (rdpm_closer_struck(uid) && may_hold(uid)) {
 		if (n > HELD - nheld)
 			return false;
 		rdpm_closer_keep(fds, n, uid);

@@ -361,9 +361,11 @@ int main(int argc, char **argv)
 		rdpmd_clients_reap();
 	}
 	rdpmd_clients_close_all();
-	rdpm_closer_stop();
+	/* Before the closer's last child, which holds what rdpmd still has:
+	 * no binding stays pinned while a client's file keeps that child. */
 	for (unsigned int i = 0; i < rdpmd.nnics; i++)
 		rdpm_nic_teardown(&rdpmd.nics[i], true);
+	rdpm_closer_stop();
 	unlink(rdpmd.conf.socket);
 	mnl_socket_close(nl);
 	rdpm_log(LOG_INFO, "exited cleanly");
