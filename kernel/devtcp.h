@@ -53,6 +53,7 @@
 
 struct devtcp_priv;
 struct devtcp_ntuple;
+struct devtcp_window;
 struct flow_keys;
 
 struct devtcp_rxq_stats {
@@ -83,6 +84,8 @@ struct devtcp_rx_mem {
 	bool unreadable;		/* data_pool is provider memory */
 	bool hds;			/* header split on */
 	u32 hds_thresh;
+	struct devtcp_window **windows;	/* CPU mappings of provider memory */
+	unsigned int nwindows;
 };
 
 struct devtcp_rxq {
@@ -237,8 +240,13 @@ struct devtcp_priv {
 struct device *devtcp_dma_dev(void);
 void devtcp_note_provider(void);
 
+/* window.c */
+int devtcp_windows_get(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);
+void devtcp_windows_put(struct devtcp_rx_mem *mem);
+void *devtcp_window_va(dma_addr_t dma, unsigned int len);
+bool devtcp_windows_exist(void);
+
 /* dma.c */
-bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma);
 int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
 /* Sums what the device writes of bytes [start, end) of a frame (rx.c). */
 struct devtcp_csum_acc {

@@ -89,38 +89,6 @@ static int devtcp_dma_write(struct devtcp_rxq *rxq, struct page_pool *pool, netm
 	return 0;
 }
 
-/*
- * A memory provider's buffers must be reachable by the device model before
- * the queue starts on them: refuse, rather than write blindly later.
- */
-static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool)
-{
-	netmem_ref netmem;
-	int err = 0;
-
-	if (!page_pool_is_unreadable(pool))
-		return 0;
-	/* Kernels without ndo_queue_get_dma_dev map the binding with our device too. */
-	devtcp_note_provider();
-	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
-	/*
-	 * Every buffer is out (an application holds its tokens or zcrx
-	 * buffers): the queue starts empty and fills as they come back, as a
-	 * NIC's ring does. The binding was checked when it was first started;
-	 * each DMA write checks the page behind its address anyway.
-	 */
-	if (!netmem)
-		return 0;
-	if (!devtcp_dma_reachable(rxq->priv, page_pool_get_dma_addr_netmem(netmem))) {
-		netdev_err(rxq->priv->dev,
-			   "queue %u: provider memory is out of the device's DMA reach (no page behind its DMA address, or the dma-unreachable fault)\n",
-			   rxq->idx);
-		err = -EOPNOTSUPP;
-	}
-	page_pool_put_full_netmem(pool, netmem, false);
-	return err;
-}
-
 static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *src,
 				      unsigned int hlen)
 {
@@ -634,7 +602,8 @@ int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem, u32 b
 		goto err_hdr;
 	}
 	mem->unreadable = page_pool_is_unreadable(mem->data_pool);
-	err = devtcp_check_reachable(rxq, mem->data_pool);
+	/* Provider memory the device cannot reach is refused here, not per frame. */
+	err = devtcp_windows_get(rxq, mem);
 	if (err)
 		goto err_data;
 	return 0;
@@ -655,6 +624,7 @@ void devtcp_rx_mem_attach(struct devtcp_rxq *rxq)
 
 void devtcp_rx_mem_free(struct devtcp_rx_mem *mem)
 {
+	devtcp_windows_put(mem);
 	page_pool_destroy(mem->data_pool);
 	page_pool_destroy(mem->hdr_pool);
 	mem->data_pool = NULL;
