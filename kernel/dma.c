@@ -189,11 +189,11 @@ int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int 
 		soff += n;
 		len -= n;
 	}
-	/*
-	 * Write-combined stores sit in the CPU's buffers until a store fence:
-	 * they reach the BAR before the fragment reaches the socket.
-	 */
 	if (wc)
+		/*
+		 * Write-combined stores sit in the CPU's buffers until a store
+		 * fence: they reach the BAR before the fragment reaches the socket.
+		 */
 		wmb();
 	return err;
 }

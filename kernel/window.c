@@ -209,7 +209,7 @@ static struct devtcp_window *devtcp_window_map(struct devtcp_rxq *rxq,
 			   rxq->idx, &r->phys, r->len);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
-	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	w = kzalloc_obj(*w);
 	if (!w)
 		return ERR_PTR(-ENOMEM);
 	w->va = memremap(r->phys, r->len, ram == REGION_INTERSECTS ? MEMREMAP_WB : MEMREMAP_WC);

@@ -16,7 +16,6 @@
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/version.h>
 
 #include "devtcp_bar.h"
 
@@ -50,7 +49,7 @@ static struct sg_table *devtcp_bar_map(struct dma_buf_attachment *at, enum dma_d
 	size_t off = 0;
 	int err;
 
-	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	sgt = kzalloc_obj(*sgt);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
 	err = sg_alloc_table(sgt, devtcp_bar_nents(b), GFP_KERNEL);
@@ -125,7 +124,7 @@ static int devtcp_bar_export(struct devtcp_bar_export *req)
 	if (!req->size || !PAGE_ALIGNED(req->size) || !PAGE_ALIGNED(req->offset) ||
 	    req->offset > len || req->size > len - req->offset)
 		return -EINVAL;
-	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	b = kzalloc_obj(*b);
 	if (!b)
 		return -ENOMEM;
 	b->pdev = pci_dev_get(devtcp_bar_pdev);
@@ -250,8 +249,8 @@ module_exit(devtcp_bar_exit);
 
 MODULE_DESCRIPTION("devtcp selftests: ivshmem BAR exported as a page-less dma-buf");
 MODULE_LICENSE("GPL");
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
-MODULE_IMPORT_NS("DMA_BUF");
+#ifdef DEVTCP_BAR_NS_IDENT
+MODULE_IMPORT_NS(DMA_BUF);	/* 6.12 stringifies the namespace */
 #else
-MODULE_IMPORT_NS(DMA_BUF);
+MODULE_IMPORT_NS("DMA_BUF");
 #endif
