@@ -35,7 +35,8 @@ pools0=$(pools)
 bufs0=$(dmabufs)
 # The device's mapping of the BAR, as /proc/vmallocinfo lists it.
 mapped() { grep -q "phys=0x0*${bar_start#0x0*} .*ioremap" /proc/vmallocinfo; }
-check "the BAR is not mapped before a binding" bash -c '! mapped'
+unmapped() { ! mapped; }
+check "the BAR is not mapped before a binding" unmapped
 
 FAULT=/devtcp/userspace/tools/devtcp-fault
 ip netns exec ns2 $FAULT set dtb dma-unreachable 1
@@ -47,11 +48,9 @@ echo "$out"
 check "bind-rx of BAR memory out of the device's reach is refused (exit $rc)" test $rc = 1
 check "... with EOPNOTSUPP" grep -q "Operation not supported" <<< "$out"
 check "... at bind time: queue $q was not restarted" test "$(stat rx${q}_restarts)" = "$restarts"
-check "... nor left mapped" bash -c '! mapped'
+check "... nor left mapped" unmapped
 ip netns exec ns2 $FAULT set dtb dma-unreachable 0
 
-export -f mapped
-export bar_start
 : > /tmp/rx.out
 timeout 900 ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n "$bytes" -s 31 \
 	--bar > /tmp/rx.out 2>&1 &
@@ -69,7 +68,7 @@ check "... all of the payload through the dma-buf" grep -q " 0 linear in 0 frags
 check "... with no frame dropped for DMA" test "$(stat rx${q}_dma_faults)" = 0
 
 check_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
-check "unbound: the mapping went with the binding" bash -c '! mapped'
+check "unbound: the mapping went with the binding" unmapped
 teardown ns1 ns2
 check "the exporter unloads once its dma-bufs are gone" rmmod devtcp_bar
 finish
