@@ -53,7 +53,7 @@
 
 struct devtcp_priv;
 struct devtcp_ntuple;
-struct devtcp_window;
+struct devtcp_binding_windows;
 struct flow_keys;
 
 struct devtcp_rxq_stats {
@@ -84,8 +84,7 @@ struct devtcp_rx_mem {
 	bool unreadable;		/* data_pool is provider memory */
 	bool hds;			/* header split on */
 	u32 hds_thresh;
-	struct devtcp_window **windows;	/* CPU mappings of provider memory */
-	unsigned int nwindows;
+	struct devtcp_binding_windows *windows;	/* CPU mappings of provider memory */
 };
 
 struct devtcp_rxq {
