@@ -62,6 +62,7 @@ struct devtcp_rxq_stats {
 	u64 split_packets;	/* frames whose payload went to payload buffers */
 	u64 alloc_fail;		/* frames dropped: no buffer */
 	u64 dma_faults;		/* frames dropped: memory the device cannot reach */
+	u64 window_misses;	/* of those: provider memory without page or window */
 	u64 malformed;		/* frames dropped: a length points past the frame */
 	u64 csum_unnecessary;	/* delivered with the L4 checksum verified */
 	u64 csum_none;		/* not verified: for the stack to verify */
@@ -246,6 +247,7 @@ void *devtcp_window_va(dma_addr_t dma, unsigned int len);
 bool devtcp_windows_exist(void);
 
 /* dma.c */
+struct iommu_domain *devtcp_dma_paging_domain(void);
 int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
 /* Sums what the device writes of bytes [start, end) of a frame (rx.c). */
 struct devtcp_csum_acc {

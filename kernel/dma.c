@@ -13,6 +13,7 @@
  * io_uring area) through the skb; the device does, through these helpers.
  */
 #include <linux/highmem.h>
+#include <linux/iommu.h>
 #include <linux/mem_encrypt.h>
 #include <linux/memory_hotplug.h>
 #include <linux/skbuff.h>
@@ -21,8 +22,19 @@
 
 #include "devtcp.h"
 
+/* The DMA device's IOMMU domain when it translates (then a DMA address is no PFN). */
+struct iommu_domain *devtcp_dma_paging_domain(void)
+{
+	struct iommu_domain *dom = iommu_get_domain_for_dev(devtcp_dma_dev());
+
+	return dom && (dom->type & __IOMMU_DOMAIN_PAGING) ? dom : NULL;
+}
+
 static struct page *devtcp_dma_page(dma_addr_t dma)
 {
+	/* Behind a translating IOMMU only windows reach memory: never guess a PFN. */
+	if (devtcp_dma_paging_domain())
+		return NULL;
 	return pfn_to_online_page(PHYS_PFN(__sme_clr(dma)));
 }
 
@@ -177,8 +189,10 @@ int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int 
 		wc |= !!va;
 		if (!va) {
 			page = devtcp_dma_page(dma);
-			if (!page)
-				return -EFAULT;
+			if (!page) {
+				err = -ENXIO;	/* no window and no page */
+				break;
+			}
 			va = kmap_local_page(page);
 			err = devtcp_wire_read(src, soff, va + off, n);
 			if (!err && acc)

@@ -51,6 +51,7 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, const struct sk_buff *skb, u
 enum devtcp_rx_drop_reason {
 	DEVTCP_RX_DROP_ALLOC,	/* no buffer */
 	DEVTCP_RX_DROP_DMA,	/* the device could not reach memory */
+	DEVTCP_RX_DROP_WINDOW,	/* ... provider memory no window covers */
 	DEVTCP_RX_DROP_MALFORMED, /* see parse.c */
 	DEVTCP_RX_DROP_CSUM,	/* checksum wrong in provider memory */
 };
@@ -60,8 +61,10 @@ static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason wh
 	struct devtcp_rxq_stats *s = &rxq->stats;
 
 	u64_stats_update_begin(&s->syncp);
-	if (why == DEVTCP_RX_DROP_DMA)
+	if (why == DEVTCP_RX_DROP_DMA || why == DEVTCP_RX_DROP_WINDOW)
 		s->dma_faults++;
+	if (why == DEVTCP_RX_DROP_WINDOW)
+		s->window_misses++;
 	else if (why == DEVTCP_RX_DROP_MALFORMED)
 		s->malformed++;
 	else if (why == DEVTCP_RX_DROP_CSUM)
@@ -416,6 +419,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		int nr = skb_shinfo(skb)->nr_frags;
 		netmem_ref netmem;
 		unsigned int poff;
+		int err;
 
 		if (nr == MAX_SKB_FRAGS)
 			goto drop_skb;
@@ -423,11 +427,15 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		if (!netmem)
 			goto drop_skb;
 		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, truesize);
-		if (devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk, accp)) {
+		err = devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk, accp);
+		if (err) {
+			bool miss = err == -ENXIO && netmem_is_net_iov(netmem);
+
 			dev_kfree_skb_any(skb);
-			net_err_ratelimited("%s: queue %u: payload DMA failed, frame dropped\n",
-					    priv->dev->name, rxq->idx);
-			devtcp_rx_drop(rxq, DEVTCP_RX_DROP_DMA);
+			net_err_ratelimited("%s: queue %u: payload DMA failed%s, frame dropped\n",
+					    priv->dev->name, rxq->idx,
+					    miss ? " (provider memory no window covers)" : "");
+			devtcp_rx_drop(rxq, miss ? DEVTCP_RX_DROP_WINDOW : DEVTCP_RX_DROP_DMA);
 			return;
 		}
 		off += chunk;

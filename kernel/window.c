@@ -145,14 +145,6 @@ static void devtcp_ranges_merge(struct devtcp_vec *v)
 	v->n = n;
 }
 
-/* The translation of the DMA device's addresses, when its IOMMU domain translates. */
-static struct iommu_domain *devtcp_paging_domain(void)
-{
-	struct iommu_domain *dom = iommu_get_domain_for_dev(devtcp_dma_dev());
-
-	return dom && (dom->type & __IOMMU_DOMAIN_PAGING) ? dom : NULL;
-}
-
 /* What a probe collects: the ranges to map, and the areas already listed whole. */
 struct devtcp_probe {
 	struct devtcp_rxq *rxq;
@@ -353,7 +345,7 @@ int devtcp_windows_get(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem)
 {
 	struct page_pool *pool = mem->data_pool;
 	struct devtcp_probe p = {
-		.rxq = rxq, .dom = devtcp_paging_domain(), .buf_size = mem->buf_size,
+		.rxq = rxq, .dom = devtcp_dma_paging_domain(), .buf_size = mem->buf_size,
 		.ranges = { .elem = sizeof(struct devtcp_range) },
 		.areas = { .elem = sizeof(void *) },
 	};
