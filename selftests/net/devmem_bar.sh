@@ -22,6 +22,7 @@ done
 insmod "$bar_ko" || fail "cannot load $bar_ko"
 check "the exporter serves /dev/devtcp-bar" test -c /dev/devtcp-bar
 bar_start=$(awk 'NR == 3 { print $1 }' "/sys/bus/pci/devices/$pci/resource")
+bar_end=$(awk 'NR == 3 { print $2 }' "/sys/bus/pci/devices/$pci/resource")
 echo "ivshmem $pci BAR 2 at $bar_start"
 check "BAR 2 is not system RAM" \
 	bash -c "! grep -i \"^ *${bar_start#0x}.*System RAM\" /proc/iomem"
@@ -57,6 +58,21 @@ timeout 900 ip netns exec ns2 selftests/net/devmem_rx -i dtb -q $q -p 5001 -n "$
 rx=$!
 wait_listen /tmp/rx.out
 check "bound: the device maps the BAR" mapped
+# PAT's memory types of the mappings in BAR 2 (the test's and the device's).
+pat=/sys/kernel/debug/x86/pat_memtype_list
+pat_types() {
+	local range type start
+	while read -r _ _ range type; do
+		start=${range%%-*}
+		((start >= bar_start && start <= bar_end)) && echo "$type"
+	done < $pat | sort -u
+}
+if [ -r $pat ]; then
+	check "... write-combined, as PAT has it: $(pat_types | tr '\n' ' ')" \
+		test "$(pat_types)" = write-combining
+else
+	echo "# $pat not readable: the memory type is not checked"
+fi
 timeout 900 ip netns exec ns1 selftests/net/tcp_stream send -a 10.99.0.2 -p 5001 \
 	-n "$bytes" -s 31 > /dev/null
 wait $rx

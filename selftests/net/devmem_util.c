@@ -99,7 +99,11 @@ void dmabuf_create_heap(struct dmabuf *db, size_t size)
 	dmabuf_map(db, size);
 }
 
-/* The PCI device the exporter is bound to, by its driver's sysfs directory. */
+/*
+ * BAR 2 of the device the exporter is bound to, write-combined as the device
+ * model maps it: a first mapping of another type (resource2 is UC-) would
+ * have PAT give the model's mapping that type too, silently.
+ */
 static void bar_resource_path(char *path, size_t len)
 {
 	const char *drv = "/sys/bus/pci/drivers/devtcp_bar";
@@ -110,7 +114,7 @@ static void bar_resource_path(char *path, size_t len)
 		die(drv);
 	while ((de = readdir(d)))
 		if (strchr(de->d_name, ':')) {
-			snprintf(path, len, "%s/%s/resource2", drv, de->d_name);
+			snprintf(path, len, "%s/%s/resource2_wc", drv, de->d_name);
 			closedir(d);
 			return;
 		}
