@@ -9,6 +9,7 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -49,6 +50,10 @@ static struct sg_table *devtcp_bar_map(struct dma_buf_attachment *at, enum dma_d
 	size_t off = 0;
 	int err;
 
+	/* After remove the BAR is gone with the device: nothing to map. */
+	guard(mutex)(&devtcp_bar_lock);
+	if (devtcp_bar_pdev != b->pdev)
+		return ERR_PTR(-ENODEV);
 	sgt = kzalloc_obj(*sgt);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
@@ -109,24 +114,23 @@ static const struct dma_buf_ops devtcp_bar_ops = {
 	.release	= devtcp_bar_release,
 };
 
-static int devtcp_bar_export(struct devtcp_bar_export *req)
+static struct dma_buf *devtcp_bar_export(const struct devtcp_bar_export *req)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
 	struct devtcp_bar_buf *b;
 	struct dma_buf *dmabuf;
 	resource_size_t len;
-	int fd;
 
 	guard(mutex)(&devtcp_bar_lock);
 	if (!devtcp_bar_pdev)
-		return -ENODEV;
+		return ERR_PTR(-ENODEV);
 	len = pci_resource_len(devtcp_bar_pdev, DEVTCP_BAR);
 	if (!req->size || !PAGE_ALIGNED(req->size) || !PAGE_ALIGNED(req->offset) ||
 	    req->offset > len || req->size > len - req->offset)
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	b = kzalloc_obj(*b);
 	if (!b)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	b->pdev = pci_dev_get(devtcp_bar_pdev);
 	b->phys = pci_resource_start(devtcp_bar_pdev, DEVTCP_BAR) + req->offset;
 	b->size = req->size;
@@ -138,21 +142,15 @@ static int devtcp_bar_export(struct devtcp_bar_export *req)
 	if (IS_ERR(dmabuf)) {
 		pci_dev_put(b->pdev);
 		kfree(b);
-		return PTR_ERR(dmabuf);
 	}
-	fd = dma_buf_fd(dmabuf, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		dma_buf_put(dmabuf);
-		return fd;
-	}
-	req->fd = fd;
-	return 0;
+	return dmabuf;
 }
 
 static long devtcp_bar_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct devtcp_bar_export req;
-	int err;
+	struct dma_buf *dmabuf;
+	int fd;
 
 	if (cmd != DEVTCP_BAR_EXPORT)
 		return -ENOTTY;
@@ -160,11 +158,22 @@ static long devtcp_bar_ioctl(struct file *f, unsigned int cmd, unsigned long arg
 		return -EPERM;
 	if (copy_from_user(&req, (void __user *)arg, sizeof(req)))
 		return -EFAULT;
-	err = devtcp_bar_export(&req);
-	if (err)
-		return err;
-	if (copy_to_user((void __user *)arg, &req, sizeof(req)))
-		return -EFAULT;	/* the fd stays open: the caller's loss */
+	dmabuf = devtcp_bar_export(&req);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	/* The fd is installed only once the caller has its number: none leaks. */
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	req.fd = fd;
+	if (copy_to_user((void __user *)arg, &req, sizeof(req))) {
+		put_unused_fd(fd);
+		dma_buf_put(dmabuf);
+		return -EFAULT;
+	}
+	fd_install(fd, dmabuf->file);
 	return 0;
 }
 
