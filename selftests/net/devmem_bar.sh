@@ -82,6 +82,7 @@ check "$bytes bytes received into BAR memory, every byte checked in the BAR (exi
 	bash -c "[ $rc = 0 ] && grep -q ' 0 mismatched' /tmp/rx.out"
 check "... all of the payload through the dma-buf" grep -q " 0 linear in 0 frags" /tmp/rx.out
 check "... with no frame dropped for DMA" test "$(stat rx${q}_dma_faults)" = 0
+check "... nor any landing where no window reached" test "$(stat rx${q}_window_misses)" = 0
 
 check_buffers_back ns2 "$ifindex" "$pools0" "$bufs0"
 check "unbound: the mapping went with the binding" unmapped
