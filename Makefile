@@ -72,12 +72,16 @@ provision:
 
 # Modules built in the VM's root for its kernels, and the DKMS build for the
 # LTS one (after provision: check-build).
-MODULE_DIRS := kernel selftests/harness/warn
+MODULE_DIRS := kernel selftests/harness/warn selftests/harness/bar
+# Tests that run on the LTS kernel too need their modules built for it.
+LTS_MODULE_DIRS := kernel selftests/harness/bar
 vm-modules:
 	@for d in $(MODULE_DIRS); do \
 		$(T) "build $$d (test kernel)" selftests/vm/kbuild $$d -s || exit 1; \
 	done
-	@$(T) "build kernel (LTS kernel)" selftests/vm/kbuild --lts -s
+	@for d in $(LTS_MODULE_DIRS); do \
+		$(T) "build $$d (LTS kernel)" selftests/vm/kbuild --lts $$d -s || exit 1; \
+	done
 	@$(MAKE) -s build/dkms-lts.tar
 
 # the sources dkms-install copies, and the root's DKMS build depends on

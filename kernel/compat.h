@@ -262,6 +262,38 @@ static inline bool devtcp_ip6_force_forwarding(const struct inet6_dev *idev)
 #endif
 }
 
+/*
+ * The area of provider buffers @netmem belongs to (its buffers in *niovs, *n
+ * of them), or NULL where the kernel keeps areas private (6.12). Not every
+ * niov of an area is free: an application may hold it.
+ */
+#ifdef DEVTCP_HAS_NET_IOV_AREA
+static inline const void *devtcp_netmem_area(netmem_ref netmem, struct net_iov **niovs, size_t *n)
+{
+	struct net_iov_area *area = net_iov_owner(netmem_to_net_iov(netmem));
+
+	*niovs = area->niovs;
+	*n = area->num_niovs;
+	return area;
+}
+
+/* An io_uring zcrx provider: its one area holds all its buffers. */
+static inline bool devtcp_netmem_is_iouring(netmem_ref netmem)
+{
+	return netmem_to_net_iov(netmem)->type == NET_IOV_IOURING;
+}
+#else
+static inline const void *devtcp_netmem_area(netmem_ref netmem, struct net_iov **niovs, size_t *n)
+{
+	return NULL;
+}
+
+static inline bool devtcp_netmem_is_iouring(netmem_ref netmem)
+{
+	return false;
+}
+#endif
+
 #ifndef DEVTCP_HAS_PP_IS_UNREADABLE
 static inline bool page_pool_is_unreadable(struct page_pool *pool)
 {

@@ -53,6 +53,7 @@
 
 struct devtcp_priv;
 struct devtcp_ntuple;
+struct devtcp_binding_windows;
 struct flow_keys;
 
 struct devtcp_rxq_stats {
@@ -61,6 +62,7 @@ struct devtcp_rxq_stats {
 	u64 split_packets;	/* frames whose payload went to payload buffers */
 	u64 alloc_fail;		/* frames dropped: no buffer */
 	u64 dma_faults;		/* frames dropped: memory the device cannot reach */
+	u64 window_misses;	/* of those: provider memory without page or window */
 	u64 malformed;		/* frames dropped: a length points past the frame */
 	u64 csum_unnecessary;	/* delivered with the L4 checksum verified */
 	u64 csum_none;		/* not verified: for the stack to verify */
@@ -83,6 +85,7 @@ struct devtcp_rx_mem {
 	bool unreadable;		/* data_pool is provider memory */
 	bool hds;			/* header split on */
 	u32 hds_thresh;
+	struct devtcp_binding_windows *windows;	/* CPU mappings of provider memory */
 };
 
 struct devtcp_rxq {
@@ -237,8 +240,14 @@ struct devtcp_priv {
 struct device *devtcp_dma_dev(void);
 void devtcp_note_provider(void);
 
+/* window.c */
+int devtcp_windows_get(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem);
+void devtcp_windows_put(struct devtcp_rx_mem *mem);
+void *devtcp_window_va(dma_addr_t dma, unsigned int len);
+bool devtcp_windows_exist(void);
+
 /* dma.c */
-bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma);
+struct iommu_domain *devtcp_dma_paging_domain(void);
 int devtcp_wire_read(const struct sk_buff *skb, unsigned int off, void *to, unsigned int len);
 /* Sums what the device writes of bytes [start, end) of a frame (rx.c). */
 struct devtcp_csum_acc {

@@ -3,13 +3,17 @@
  * The device model's DMA engine. devtcp maps buffers without an IOMMU, so a
  * DMA address is a physical address (less the memory encryption bit), and
  * the device reaches what is behind it one page of system RAM at a time.
- * Memory without a struct page (a GPU BAR, device-private memory) cannot be
- * reached: such transfers fail instead of touching the wrong memory.
+ * Provider memory without a struct page (a GPU BAR) is reached through the
+ * windows mapped when its queue started (window.c): written with
+ * write-combined stores and a write barrier before the frame goes up, read
+ * (slowly: a BAR read is uncached) for devmem TX. Anything else fails
+ * instead of touching the wrong memory.
  *
  * The CPU cannot read unreadable netmem (net_iovs of a devmem binding or an
  * io_uring area) through the skb; the device does, through these helpers.
  */
 #include <linux/highmem.h>
+#include <linux/iommu.h>
 #include <linux/mem_encrypt.h>
 #include <linux/memory_hotplug.h>
 #include <linux/skbuff.h>
@@ -18,15 +22,20 @@
 
 #include "devtcp.h"
 
-static struct page *devtcp_dma_page(dma_addr_t dma)
+/* The DMA device's IOMMU domain when it translates (then a DMA address is no PFN). */
+struct iommu_domain *devtcp_dma_paging_domain(void)
 {
-	return pfn_to_online_page(PHYS_PFN(__sme_clr(dma)));
+	struct iommu_domain *dom = iommu_get_domain_for_dev(devtcp_dma_dev());
+
+	return dom && (dom->type & __IOMMU_DOMAIN_PAGING) ? dom : NULL;
 }
 
-/* Whether @priv's DMA engine can reach provider memory at @dma. */
-bool devtcp_dma_reachable(struct devtcp_priv *priv, dma_addr_t dma)
+static struct page *devtcp_dma_page(dma_addr_t dma)
 {
-	return !devtcp_fault_dma_refused(priv) && devtcp_dma_page(dma);
+	/* Behind a translating IOMMU only windows reach memory: never guess a PFN. */
+	if (devtcp_dma_paging_domain())
+		return NULL;
+	return pfn_to_online_page(PHYS_PFN(__sme_clr(dma)));
 }
 
 /* Reads @len bytes at @dma into @to, page by page. */
@@ -35,11 +44,19 @@ static int devtcp_dma_read(dma_addr_t dma, void *to, unsigned int len)
 	while (len) {
 		unsigned int off = offset_in_page(dma);
 		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
-		struct page *page = devtcp_dma_page(dma);
+		struct page *page;
+		const void *va;
 
-		if (!page)
+		rcu_read_lock();
+		va = devtcp_window_va(dma, n);
+		if (va)
+			memcpy(to, va, n);
+		rcu_read_unlock();
+		page = va ? NULL : devtcp_dma_page(dma);
+		if (!va && !page)
 			return -EFAULT;
-		memcpy_from_page(to, page, off, n);
+		if (page)
+			memcpy_from_page(to, page, off, n);
 		dma += n;
 		to += n;
 		len -= n;
@@ -119,6 +136,31 @@ void devtcp_csum_acc_add(struct devtcp_csum_acc *acc, const void *buf, unsigned 
 }
 
 /*
+ * Writes through a window: bounced through the stack, so that the checksum
+ * is summed from what was written without reading the BAR back.
+ */
+static int devtcp_window_write(void *va, const struct sk_buff *src, unsigned int soff,
+			       unsigned int len, struct devtcp_csum_acc *acc)
+{
+	u8 buf[256];
+
+	while (len) {
+		unsigned int n = min_t(unsigned int, len, sizeof(buf));
+		int err = devtcp_wire_read(src, soff, buf, n);
+
+		if (err)
+			return err;
+		if (acc)
+			devtcp_csum_acc_add(acc, buf, soff, n);
+		memcpy(va, buf, n);
+		va += n;
+		soff += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
  * The device writes @len bytes of the frame @src at @soff to @dma, page by
  * page. Through the DMA address, as a device would: under swiotlb that is
  * the bounce slot, which the driver's sync for the CPU then copies into the
@@ -129,27 +171,45 @@ void devtcp_csum_acc_add(struct devtcp_csum_acc *acc, const void *buf, unsigned 
 int devtcp_dma_write_at(dma_addr_t dma, const struct sk_buff *src, unsigned int soff,
 			unsigned int len, struct devtcp_csum_acc *acc)
 {
-	while (len) {
+	bool wc = false;
+	int err = 0;
+
+	while (!err && len) {
 		unsigned int off = offset_in_page(dma);
 		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
-		struct page *page = devtcp_dma_page(dma);
+		struct page *page;
 		void *va;
-		int err;
 
-		if (!page)
-			return -EFAULT;
-		va = kmap_local_page(page);
-		err = devtcp_wire_read(src, soff, va + off, n);
-		if (!err && acc)
-			devtcp_csum_acc_add(acc, va + off, soff, n);
-		kunmap_local(va);
-		if (err)
-			return err;
+		/* A window first: behind an IOMMU a DMA address is no PFN. */
+		rcu_read_lock();
+		va = devtcp_windows_exist() ? devtcp_window_va(dma, n) : NULL;
+		if (va)
+			err = devtcp_window_write(va, src, soff, n, acc);
+		rcu_read_unlock();
+		wc |= !!va;
+		if (!va) {
+			page = devtcp_dma_page(dma);
+			if (!page) {
+				err = -ENXIO;	/* no window and no page */
+				break;
+			}
+			va = kmap_local_page(page);
+			err = devtcp_wire_read(src, soff, va + off, n);
+			if (!err && acc)
+				devtcp_csum_acc_add(acc, va + off, soff, n);
+			kunmap_local(va);
+		}
 		dma += n;
 		soff += n;
 		len -= n;
 	}
-	return 0;
+	if (wc)
+		/*
+		 * Write-combined stores sit in the CPU's buffers until a store
+		 * fence: they reach the BAR before the fragment reaches the socket.
+		 */
+		wmb();
+	return err;
 }
 
 /*

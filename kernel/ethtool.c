@@ -158,7 +158,7 @@ static int devtcp_set_rxfh(struct net_device *dev, struct ethtool_rxfh_param *rx
 static const char devtcp_rxq_stat_names[][ETH_GSTRING_LEN] = {
 	"packets", "bytes", "split_packets", "alloc_fail", "restarts", "dma_faults",
 	"malformed", "csum_unnecessary", "csum_none", "csum_bad", "csum_drops", "gro_packets",
-	"gro_wire_packets", "misqueued",
+	"gro_wire_packets", "misqueued", "window_misses",
 };
 
 static const char devtcp_txq_stat_names[][ETH_GSTRING_LEN] = {
@@ -217,6 +217,7 @@ static void devtcp_get_ethtool_stats(struct net_device *dev, struct ethtool_stat
 		*data++ = rs.gro_packets;
 		*data++ = rs.gro_wire_packets;
 		*data++ = rs.misqueued;
+		*data++ = rs.window_misses;
 	}
 	for (q = 0; q < dev->real_num_tx_queues; q++) {
 		devtcp_txq_stats_read(&priv->txq[q], &ts);

@@ -51,6 +51,7 @@ static void devtcp_rx_count(struct devtcp_rxq *rxq, const struct sk_buff *skb, u
 enum devtcp_rx_drop_reason {
 	DEVTCP_RX_DROP_ALLOC,	/* no buffer */
 	DEVTCP_RX_DROP_DMA,	/* the device could not reach memory */
+	DEVTCP_RX_DROP_WINDOW,	/* ... provider memory no window covers */
 	DEVTCP_RX_DROP_MALFORMED, /* see parse.c */
 	DEVTCP_RX_DROP_CSUM,	/* checksum wrong in provider memory */
 };
@@ -60,8 +61,10 @@ static void devtcp_rx_drop(struct devtcp_rxq *rxq, enum devtcp_rx_drop_reason wh
 	struct devtcp_rxq_stats *s = &rxq->stats;
 
 	u64_stats_update_begin(&s->syncp);
-	if (why == DEVTCP_RX_DROP_DMA)
+	if (why == DEVTCP_RX_DROP_DMA || why == DEVTCP_RX_DROP_WINDOW)
 		s->dma_faults++;
+	if (why == DEVTCP_RX_DROP_WINDOW)
+		s->window_misses++;
 	else if (why == DEVTCP_RX_DROP_MALFORMED)
 		s->malformed++;
 	else if (why == DEVTCP_RX_DROP_CSUM)
@@ -87,38 +90,6 @@ static int devtcp_dma_write(struct devtcp_rxq *rxq, struct page_pool *pool, netm
 		return err;
 	page_pool_dma_sync_netmem_for_cpu(pool, netmem, off, len);
 	return 0;
-}
-
-/*
- * A memory provider's buffers must be reachable by the device model before
- * the queue starts on them: refuse, rather than write blindly later.
- */
-static int devtcp_check_reachable(struct devtcp_rxq *rxq, struct page_pool *pool)
-{
-	netmem_ref netmem;
-	int err = 0;
-
-	if (!page_pool_is_unreadable(pool))
-		return 0;
-	/* Kernels without ndo_queue_get_dma_dev map the binding with our device too. */
-	devtcp_note_provider();
-	netmem = page_pool_alloc_netmems(pool, GFP_KERNEL);
-	/*
-	 * Every buffer is out (an application holds its tokens or zcrx
-	 * buffers): the queue starts empty and fills as they come back, as a
-	 * NIC's ring does. The binding was checked when it was first started;
-	 * each DMA write checks the page behind its address anyway.
-	 */
-	if (!netmem)
-		return 0;
-	if (!devtcp_dma_reachable(rxq->priv, page_pool_get_dma_addr_netmem(netmem))) {
-		netdev_err(rxq->priv->dev,
-			   "queue %u: provider memory is out of the device's DMA reach (no page behind its DMA address, or the dma-unreachable fault)\n",
-			   rxq->idx);
-		err = -EOPNOTSUPP;
-	}
-	page_pool_put_full_netmem(pool, netmem, false);
-	return err;
 }
 
 static struct sk_buff *devtcp_rx_head(struct devtcp_rxq *rxq, struct sk_buff *src,
@@ -448,6 +419,7 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		int nr = skb_shinfo(skb)->nr_frags;
 		netmem_ref netmem;
 		unsigned int poff;
+		int err;
 
 		if (nr == MAX_SKB_FRAGS)
 			goto drop_skb;
@@ -455,11 +427,15 @@ static void devtcp_rx_frame(struct devtcp_rxq *rxq, struct sk_buff *src)
 		if (!netmem)
 			goto drop_skb;
 		skb_add_rx_frag_netmem(skb, nr, netmem, poff, chunk, truesize);
-		if (devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk, accp)) {
+		err = devtcp_dma_write(rxq, pool, netmem, poff, src, off, chunk, accp);
+		if (err) {
+			bool miss = err == -ENXIO && netmem_is_net_iov(netmem);
+
 			dev_kfree_skb_any(skb);
-			net_err_ratelimited("%s: queue %u: payload DMA failed, frame dropped\n",
-					    priv->dev->name, rxq->idx);
-			devtcp_rx_drop(rxq, DEVTCP_RX_DROP_DMA);
+			net_err_ratelimited("%s: queue %u: payload DMA failed%s, frame dropped\n",
+					    priv->dev->name, rxq->idx,
+					    miss ? " (provider memory no window covers)" : "");
+			devtcp_rx_drop(rxq, miss ? DEVTCP_RX_DROP_WINDOW : DEVTCP_RX_DROP_DMA);
 			return;
 		}
 		off += chunk;
@@ -634,7 +610,8 @@ int devtcp_rx_mem_alloc(struct devtcp_rxq *rxq, struct devtcp_rx_mem *mem, u32 b
 		goto err_hdr;
 	}
 	mem->unreadable = page_pool_is_unreadable(mem->data_pool);
-	err = devtcp_check_reachable(rxq, mem->data_pool);
+	/* Provider memory the device cannot reach is refused here, not per frame. */
+	err = devtcp_windows_get(rxq, mem);
 	if (err)
 		goto err_data;
 	return 0;
@@ -655,6 +632,7 @@ void devtcp_rx_mem_attach(struct devtcp_rxq *rxq)
 
 void devtcp_rx_mem_free(struct devtcp_rx_mem *mem)
 {
+	devtcp_windows_put(mem);
 	page_pool_destroy(mem->data_pool);
 	page_pool_destroy(mem->hdr_pool);
 	mem->data_pool = NULL;

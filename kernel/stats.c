@@ -21,6 +21,7 @@ void devtcp_rxq_stats_read(const struct devtcp_rxq *rxq, struct devtcp_rxq_stats
 		out->split_packets = s->split_packets;
 		out->alloc_fail = s->alloc_fail;
 		out->dma_faults = s->dma_faults;
+		out->window_misses = s->window_misses;
 		out->malformed = s->malformed;
 		out->csum_unnecessary = s->csum_unnecessary;
 		out->csum_none = s->csum_none;

@@ -8,7 +8,7 @@ cp=$cache/checkpatch/scripts/checkpatch.pl
 [ -f "$cp" ] || { echo "FAIL: $cp missing: run 'make provision'"; exit 1; }
 cd "$top" || exit 1
 mapfile -t files < <(git ls-files -co --exclude-standard -- \
-	'kernel/*.[ch]' 'uapi/linux/*.h' 'selftests/harness/warn/*.c' | sort -u)
+	'kernel/*.[ch]' 'uapi/linux/*.h' 'selftests/harness/warn/*.c' 'selftests/harness/bar/*.[ch]' | sort -u)
 [ ${#files[@]} -gt 0 ] || { echo "FAIL: no kernel sources found"; exit 1; }
 # Out of tree: no kernel tree to check against, no git history for the
 # commit checks.

@@ -9,11 +9,14 @@
  *   devmem_rx -i IFNAME -q QUEUE[,QUEUE...] -p PORT -n BYTES [-s SEED] [-6] [-b BUFSIZE]
  *             [-H] [-r] [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US]
  *             [--idle-timeout SECS] [--no-validate] [--stall SECS] [--conns N]
- *             [--limit-window] [--window-clamp BYTES]
+ *             [--limit-window] [--window-clamp BYTES] [--record FILE] [--bar]
  *
  *   -q  the queue, or several: one binding of the dma-buf to all of them
  *   -b  dma-buf size in bytes, a multiple of the page size (default 64 MiB)
  *   -H  allocate the dma-buf from /dev/dma_heap/system instead of udmabuf
+ *   --bar             bind BAR memory of the test exporter (selftests/harness/bar)
+ *                     instead, memory without struct pages; validate through
+ *                     the BAR
  *   -r  first check that a plain recv() of devmem data fails with EFAULT
  *   --rx-page-size    send bind-rx's rx-page-size attribute (the kernel checks it)
  *   --hold            keep the tokens of the last FRAGS dma-buf frags, returning
@@ -95,7 +98,7 @@ struct options {
 	int v6;
 	size_t bufsize;
 	int probe_plain_recv;
-	int heap;		/* system dma-heap instead of udmabuf */
+	int heap;		/* enum dmabuf_kind: udmabuf, -H, --bar */
 	uint32_t rx_page_size;	/* 0: attribute left out */
 	unsigned int hold;	/* frags whose tokens are kept back */
 	unsigned int return_delay_us;
@@ -141,7 +144,7 @@ static void usage(void)
 			"       [--rx-page-size SIZE] [--hold FRAGS] [--return-delay-us US] "
 			"[--idle-timeout SECS] [--no-validate]\n"
 			"       [--stall SECS] [--conns N] [--limit-window] [--window-clamp BYTES] "
-			"[--record FILE]\n");
+			"[--record FILE] [--bar]\n");
 	exit(2);
 }
 
@@ -386,7 +389,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_RX_PAGE_SIZE = 256, OPT_HOLD, OPT_RETURN_DELAY, OPT_IDLE_TIMEOUT,
 	       OPT_NO_VALIDATE, OPT_STALL, OPT_CONNS, OPT_LIMIT_WINDOW, OPT_WINDOW_CLAMP,
-	       OPT_RECORD };
+	       OPT_RECORD, OPT_BAR };
 	static const struct option longopts[] = {
 		{ "rx-page-size", required_argument, NULL, OPT_RX_PAGE_SIZE },
 		{ "hold", required_argument, NULL, OPT_HOLD },
@@ -398,6 +401,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "limit-window", no_argument, NULL, OPT_LIMIT_WINDOW },
 		{ "window-clamp", required_argument, NULL, OPT_WINDOW_CLAMP },
 		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "bar", no_argument, NULL, OPT_BAR },
 		{ 0 }
 	};
 	long page = sysconf(_SC_PAGESIZE);
@@ -425,7 +429,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 's': o->seed = strtoull(optarg, NULL, 0); break;
 		case '6': o->v6 = 1; break;
 		case 'b': o->bufsize = strtoull(optarg, NULL, 0); break;
-		case 'H': o->heap = 1; break;
+		case 'H': o->heap = DMABUF_HEAP; break;
+		case OPT_BAR: o->heap = DMABUF_BAR; break;
 		case 'r': o->probe_plain_recv = 1; break;
 		case OPT_RX_PAGE_SIZE: o->rx_page_size = strtoul(optarg, NULL, 0); break;
 		case OPT_HOLD: o->hold = strtoul(optarg, NULL, 0); break;

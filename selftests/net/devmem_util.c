@@ -2,8 +2,10 @@
 /* Shared by the devmem test programs; see devmem_util.h. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <libmnl/libmnl.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-heap.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "devmem_util.h"
+#include "devtcp_bar.h"
 #include "internal.h"
 #include "devtcp/nl_numbers.h"
 
@@ -96,10 +99,62 @@ void dmabuf_create_heap(struct dmabuf *db, size_t size)
 	dmabuf_map(db, size);
 }
 
-void dmabuf_create(struct dmabuf *db, size_t size, int heap)
+/*
+ * BAR 2 of the device the exporter is bound to, write-combined as the device
+ * model maps it: a first mapping of another type (resource2 is UC-) would
+ * have PAT give the model's mapping that type too, silently.
+ */
+static void bar_resource_path(char *path, size_t len)
 {
-	if (heap)
+	const char *drv = "/sys/bus/pci/drivers/devtcp_bar";
+	struct dirent *de;
+	DIR *d = opendir(drv);
+
+	if (!d)
+		die(drv);
+	while ((de = readdir(d)))
+		if (strchr(de->d_name, ':')) {
+			snprintf(path, len, "%s/%s/resource2_wc", drv, de->d_name);
+			closedir(d);
+			return;
+		}
+	closedir(d);
+	errno = ENODEV;
+	die("no device bound to devtcp_bar");
+}
+
+void dmabuf_create_bar(struct dmabuf *db, size_t size)
+{
+	struct devtcp_bar_export req = { .offset = 0, .size = size };
+	char path[PATH_MAX];
+	int devfd, resfd;
+
+	devfd = open("/dev/devtcp-bar", O_RDWR | O_CLOEXEC);
+	if (devfd < 0)
+		die("open /dev/devtcp-bar");
+	if (ioctl(devfd, DEVTCP_BAR_EXPORT, &req))
+		die("DEVTCP_BAR_EXPORT");
+	close(devfd);
+	db->fd = req.fd;
+	bar_resource_path(path, sizeof(path));
+	resfd = open(path, O_RDWR | O_CLOEXEC);
+	if (resfd < 0)
+		die(path);
+	db->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, resfd, 0);
+	if (db->map == MAP_FAILED)
+		die("mmap BAR 2");
+	close(resfd);
+	memset(db->map, 0x5a, size);
+	db->size = size;
+	db->id = 0;
+}
+
+void dmabuf_create(struct dmabuf *db, size_t size, int kind)
+{
+	if (kind == DMABUF_HEAP)
 		dmabuf_create_heap(db, size);
+	else if (kind == DMABUF_BAR)
+		dmabuf_create_bar(db, size);
 	else
 		dmabuf_create_udmabuf(db, size);
 }

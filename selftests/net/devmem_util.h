@@ -26,8 +26,16 @@ __attribute__((noreturn)) void die(const char *what);
 void dmabuf_create_udmabuf(struct dmabuf *db, size_t size);
 /* A dma-buf from /dev/dma_heap/system. */
 void dmabuf_create_heap(struct dmabuf *db, size_t size);
-/* Either: the system dma-heap's if @heap, else a udmabuf (the -H option). */
-void dmabuf_create(struct dmabuf *db, size_t size, int heap);
+/*
+ * A dma-buf of the test exporter (selftests/harness/bar): BAR 2 of the VM's
+ * ivshmem device, without struct pages and without CPU access through the
+ * dma-buf; db->map maps the BAR itself (sysfs resource2), filled with 0x5a
+ * so that nothing of an earlier run passes for received data.
+ */
+void dmabuf_create_bar(struct dmabuf *db, size_t size);
+enum dmabuf_kind { DMABUF_UDMABUF, DMABUF_HEAP, DMABUF_BAR };
+/* One of @kind (udmabuf; -H: the system dma-heap's; --bar: the BAR's). */
+void dmabuf_create(struct dmabuf *db, size_t size, int kind);
 /* DMA_BUF_IOCTL_SYNC with @flags (DMA_BUF_SYNC_START/END | READ/WRITE). */
 void dmabuf_sync(const struct dmabuf *db, uint64_t flags);
 
