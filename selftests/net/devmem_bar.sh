@@ -62,7 +62,9 @@ check "bound: the device maps the BAR" mapped
 pat=/sys/kernel/debug/x86/pat_memtype_list
 pat_types() {
 	local range type start
+	# "PAT: [mem 0xSTART-0xEND] TYPE"; the list's heading is skipped
 	while read -r _ _ range type; do
+		[[ $range == 0x* ]] || continue
 		start=${range%%-*}
 		((start >= bar_start && start <= bar_end)) && echo "$type"
 	done < $pat | sort -u
