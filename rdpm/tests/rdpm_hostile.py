@@ -111,6 +111,19 @@ def register_msg(ifname=b"dtb"):
     return msg(REGISTER, struct.pack("=16sII", ifname, 0, 0))
 
 
+def register_pipe_then(s):
+    """A REGISTER with a pipe on S: "errno E" of its refusal, or "no reply
+    within 1.0 s" when rdpmd does not read it (its uid held back)."""
+    r, _ = os.pipe()
+    s.settimeout(1.0)
+    send(s, register_msg(), [r])
+    try:
+        rep = reply(s)
+        return "errno %s" % errno.errorcode.get(rep[1], rep[1])
+    except OSError:
+        return "no reply within 1.0 s"
+
+
 def connect(timeout=3.0):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(timeout)
@@ -595,14 +608,7 @@ def lingers(uid, n, pid, release=None):
             except OSError:
                 pass
             time.sleep(1.5)
-        r, w = os.pipe()
-        s.settimeout(1.0)
-        send(s, register_msg(), [r])
-        try:
-            rep = reply(s)
-            then = "errno %s" % errno.errorcode.get(rep[1], rep[1])
-        except OSError:
-            then = "no reply within 1.0 s"
+        then = register_pipe_then(s)
         print("answered %d of %d; then: %s" % (answered, n, then), flush=True)
         os._exit(0)
     os.close(to_child)
@@ -684,14 +690,7 @@ def wbfuse(uid, rounds, pid, kill_helper=False):
         time.sleep(2.5)                     # each closing child reported stuck
         s = connect(3.0)
         say_hello(s)
-        r, w = os.pipe()
-        s.settimeout(1.0)
-        send(s, register_msg(), [r])
-        try:
-            rep = reply(s)
-            then = "errno %s" % errno.errorcode.get(rep[1], rep[1])
-        except OSError:
-            then = "no reply within 1.0 s"
+        then = register_pipe_then(s)
         os.write(from_child, ("then: %s" % then).encode())
         os._exit(0)
     os.close(to_child)

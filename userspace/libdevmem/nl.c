@@ -88,18 +88,27 @@ const struct devmem_nl_ext *devmem_nl_ext(const struct devmem_nl *nl)
 	return &nl->ext;
 }
 
+/* A request of @type with an extra header of @extra bytes, zeroed. */
+static struct nlmsghdr *msg_start(struct devmem_nl *nl, uint16_t type, uint16_t flags,
+				  size_t extra)
+{
+	struct nlmsghdr *nlh;
+
+	memset(nl->send, 0, sizeof(struct nlmsghdr) + extra);
+	nlh = mnl_nlmsg_put_header(nl->send);
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	nlh->nlmsg_seq = nl->seq++;
+	mnl_nlmsg_put_extra_header(nlh, extra);
+	return nlh;
+}
+
 struct nlmsghdr *devmem_nl_msg(struct devmem_nl *nl, uint16_t family, uint8_t cmd,
 			       uint8_t version, uint16_t flags)
 {
-	struct nlmsghdr *nlh;
-	struct genlmsghdr *genl;
+	struct nlmsghdr *nlh = msg_start(nl, family, flags, sizeof(struct genlmsghdr));
+	struct genlmsghdr *genl = mnl_nlmsg_get_payload(nlh);
 
-	memset(nl->send, 0, sizeof(struct nlmsghdr) + sizeof(struct genlmsghdr));
-	nlh = mnl_nlmsg_put_header(nl->send);
-	nlh->nlmsg_type = family;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-	nlh->nlmsg_seq = nl->seq++;
-	genl = mnl_nlmsg_put_extra_header(nlh, sizeof(*genl));
 	genl->cmd = cmd;
 	genl->version = version;
 	return nlh;
@@ -108,15 +117,9 @@ struct nlmsghdr *devmem_nl_msg(struct devmem_nl *nl, uint16_t family, uint8_t cm
 DEVMEM_EXPORT struct nlmsghdr *devmem_nl_link_msg(struct devmem_nl *nl, uint16_t type,
 						  uint16_t flags, int ifindex)
 {
-	struct nlmsghdr *nlh;
-	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = msg_start(nl, type, flags, sizeof(struct ifinfomsg));
+	struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
 
-	memset(nl->send, 0, sizeof(struct nlmsghdr) + sizeof(*ifm));
-	nlh = mnl_nlmsg_put_header(nl->send);
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-	nlh->nlmsg_seq = nl->seq++;
-	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	ifm->ifi_index = ifindex;
 	return nlh;
